@@ -1,0 +1,23 @@
+/** Two projects: fast unit specs beside the pure code, e2e specs against the real app. */
+const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
+
+module.exports = {
+  projects: [
+    {
+      displayName: 'unit',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      transform: { '^.+\\.ts$': tsJest },
+    },
+    {
+      displayName: 'e2e',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
+      transform: { '^.+\\.ts$': tsJest },
+      setupFiles: ['reflect-metadata'],
+      testTimeout: 20000,
+    },
+  ],
+};

@@ -1,0 +1,18 @@
+import { DynamicModule, Module } from '@nestjs/common';
+import { GatewayConfigModule } from './config/config.module';
+import { GatewayConfig } from './config/gateway-config';
+import { GatewayModule } from './gateway/gateway.module';
+import { HealthModule } from './health/health.module';
+import { LifecycleModule } from './lifecycle/lifecycle.module';
+import { MetricsModule } from './metrics/metrics.module';
+
+/** The whole gateway; no providers of its own. */
+@Module({})
+export class AppModule {
+  static forRoot(config: GatewayConfig): DynamicModule {
+    return {
+      module: AppModule,
+      imports: [GatewayConfigModule.forRoot(config), MetricsModule, GatewayModule, LifecycleModule, HealthModule],
+    };
+  }
+}

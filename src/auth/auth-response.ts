@@ -1,0 +1,63 @@
+import { isPlainObject } from '../protocol/frame-codec';
+import { isValidUserId } from '../protocol/identifiers';
+import { UpstreamResponse, errorBodyJson, isJsonContentType, tryParseJson } from '../upstream/upstream-response';
+
+/** SPEC §3: largest compact JSON of an authorization response object. */
+export const MAX_AUTH_JSON_BYTES = 8 * 1024;
+/** SPEC §3: statuses passed to the client as they are; all others become 500. */
+const PASSED_STATUSES = new Set([400, 401, 403, 404, 410, 500, 503]);
+const IDENTITY_SCHEME = 'Gateway+json ';
+
+/** Who the connection is, as the backend said (SPEC §3). */
+export interface Identity {
+  readonly userId: string;
+  /** Compact JSON of the whole authorization response object. */
+  readonly json: string;
+  /** `Gateway+json <base64 of json>`, computed once per connection. */
+  readonly authorization: string;
+}
+
+/** A failed authorization: the fatal_error frame's status and data (JSON text), plus a reason for logs. */
+export interface AuthFailure {
+  readonly status: number;
+  readonly dataJson: string;
+  readonly reason: string;
+}
+
+export type AuthOutcome = { readonly ok: true; readonly identity: Identity } | ({ readonly ok: false } & AuthFailure);
+
+/** SPEC §3 table: map the upstream's answer to an identity or a failure. Never throws. */
+export function authOutcome(response: UpstreamResponse): AuthOutcome {
+  switch (response.kind) {
+    case 'queue_full':
+      return fail(503, 'null', 'destination queue full');
+    case 'timeout':
+    case 'connection_error':
+    case 'too_large':
+      return fail(500, 'null', response.kind);
+    case 'response':
+      break;
+  }
+  const { status, contentType, body } = response;
+  if (status !== 200) {
+    const data = PASSED_STATUSES.has(status) ? errorBodyJson(response) : 'null';
+    return fail(PASSED_STATUSES.has(status) ? status : 500, data, `status ${status}`);
+  }
+  if (!isJsonContentType(contentType)) return fail(500, 'null', 'content-type is not application/json');
+  const parsed = tryParseJson(body.toString('utf8'));
+  if (!parsed.ok) return fail(500, 'null', 'body is not JSON');
+  if (!isPlainObject(parsed.value)) return fail(500, 'null', 'body is not a JSON object');
+  if (!isValidUserId(parsed.value.user_id)) return fail(500, 'null', 'user_id missing or invalid');
+  const json = JSON.stringify(parsed.value);
+  if (Buffer.byteLength(json) > MAX_AUTH_JSON_BYTES) return fail(500, 'null', `response over ${MAX_AUTH_JSON_BYTES} bytes`);
+  return { ok: true, identity: identityOf(parsed.value.user_id, json) };
+}
+
+/** Build the identity from the user id and the compact JSON of the whole response. */
+export function identityOf(userId: string, json: string): Identity {
+  return { userId, json, authorization: IDENTITY_SCHEME + Buffer.from(json, 'utf8').toString('base64') };
+}
+
+function fail(status: number, dataJson: string, reason: string): AuthOutcome {
+  return { ok: false, status, dataJson, reason };
+}

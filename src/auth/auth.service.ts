@@ -1,0 +1,40 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { Connection } from '../connections/connection';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { UpstreamClient } from '../upstream/upstream.client';
+import { UpstreamRoutes } from '../upstream/upstream-routes';
+import { AUTHORIZE_METHOD } from '../upstream/destinations';
+import { AuthOutcome, authOutcome } from './auth-response';
+import { describeOutcome } from '../upstream/upstream-response';
+
+/** What the client's upgrade request carried (SPEC §3 kwargs). */
+export interface AuthRequest {
+  readonly cookie: string | null;
+  readonly authorization: string | null;
+  readonly queryString: string;
+}
+
+/** Asks the backend who a new connection is (SPEC §3). Never throws for HTTP outcomes. */
+@Injectable()
+export class AuthService {
+  private readonly logger = new Logger(AuthService.name);
+
+  constructor(
+    private readonly upstream: UpstreamClient,
+    private readonly routes: UpstreamRoutes,
+    private readonly metrics: GatewayMetrics,
+  ) {}
+
+  async authorize(connection: Connection, request: AuthRequest): Promise<AuthOutcome> {
+    const route = this.routes.tableFor(connection.handler).route(AUTHORIZE_METHOD);
+    const kwargs = { http_cookie: request.cookie, http_authorization: request.authorization, url_querystring: request.queryString };
+    const body = JSON.stringify([{ connection_id: connection.id }, [], kwargs]);
+    const response = await this.upstream.post(route.destination, route.url, body, { requestId: `${connection.id}-auth` }, 'auth');
+    const outcome = authOutcome(response);
+    this.metrics.auth.labels(outcome.ok ? 'ok' : String(outcome.status)).inc();
+    if (!outcome.ok) {
+      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, upstream: describeOutcome(response), reason: outcome.reason });
+    }
+    return outcome;
+  }
+}

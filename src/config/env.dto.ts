@@ -1,0 +1,69 @@
+import { Expose } from 'class-transformer';
+import { IsOptional, IsString } from 'class-validator';
+import {
+  IsBearerToken,
+  IsBooleanText,
+  IsByteSize,
+  IsDuration,
+  IsHeaderName,
+  IsHost,
+  IsHttpUrl,
+  IsNodeId,
+  IsOneOf,
+  IsOriginList,
+  IsPath,
+  IsPort,
+  IsRedisUrl,
+  IsWholeNumber,
+} from './validators';
+
+export const LOG_LEVELS = ['error', 'warn', 'info', 'debug'] as const;
+export const LOG_FORMATS = ['json', 'pretty'] as const;
+
+/**
+ * The raw environment (SPEC §1): one field per variable, strings as given.
+ * Defaults are written here as the same raw strings, so they take the same parse path.
+ * Empty strings count as unset and must be dropped before `plainToInstance`
+ * (with `excludeExtraneousValues` and `exposeDefaultValues`).
+ */
+export class EnvDto {
+  /** Required unless GATEWAY_CONFIG defines destinations (checked by the loader). */
+  @Expose() @IsOptional() @IsHttpUrl() UPSTREAM_URL?: string;
+  @Expose() @IsPath() WS_PATH: string = '/';
+
+  @Expose() @IsDuration() UPSTREAM_TIMEOUT: string = '30s';
+  @Expose() @IsWholeNumber(1) UPSTREAM_MAX_SOCKETS: string = '100';
+  @Expose() @IsWholeNumber(0) UPSTREAM_QUEUE_LIMIT: string = '100000';
+  @Expose() @IsOptional() @IsHeaderName() REQUEST_ID_HEADER?: string;
+
+  @Expose() @IsWholeNumber(1) MAX_CONNECTIONS: string = '100000';
+  @Expose() @IsByteSize() MAX_FRAME_BYTES: string = '1MiB';
+  @Expose() @IsByteSize() MAX_PAYLOAD_BYTES: string = '10MiB';
+  @Expose() @IsByteSize() CLIENT_QUEUE_MAX_BYTES: string = '4MiB';
+
+  @Expose() @IsDuration() NEW_CONNECTION_IDLE_TIMEOUT: string = '60s';
+  @Expose() @IsDuration() CLIENT_MIN_IDLE_TIMEOUT: string = '1s';
+  /** Must not be below CLIENT_MIN_IDLE_TIMEOUT (checked by the loader). */
+  @Expose() @IsDuration() CLIENT_MAX_IDLE_TIMEOUT: string = '2h';
+  @Expose() @IsBooleanText() SESSION_INACTIVE_NOTIFY: string = 'true';
+
+  /** Comma list of exact origins; unset = any origin. */
+  @Expose() @IsOptional() @IsOriginList() ALLOWED_ORIGINS?: string;
+  @Expose() @IsDuration() PING_INTERVAL: string = '10s';
+  @Expose() @IsDuration(true) SHUTDOWN_GRACE: string = '10s';
+  @Expose() @IsOptional() @IsRedisUrl() REDIS_URL?: string;
+  /** Unset = a random 12-character id. */
+  @Expose() @IsOptional() @IsNodeId() NODE_ID?: string;
+
+  @Expose() @IsOneOf(LOG_LEVELS) LOG_LEVEL: string = 'info';
+  @Expose() @IsOneOf(LOG_FORMATS) LOG_FORMAT: string = 'json';
+
+  @Expose() @IsHost() HOST: string = '0.0.0.0';
+  @Expose() @IsPort() PORT: string = '8080';
+  @Expose() @IsHost() BACKEND_API_HOST: string = '127.0.0.1';
+  @Expose() @IsPort() BACKEND_API_PORT: string = '8081';
+  @Expose() @IsOptional() @IsBearerToken() BACKEND_API_TOKEN?: string;
+
+  /** Path of the YAML file; the caller reads it and passes its text to the loader. */
+  @Expose() @IsOptional() @IsString() GATEWAY_CONFIG?: string;
+}

@@ -1,0 +1,88 @@
+/**
+ * The gateway's whole configuration after one validated parse (SPEC §1).
+ * Units are normalised: durations in milliseconds, sizes in bytes.
+ * It is an abstract class so that it can serve as a typed DI token.
+ */
+export abstract class GatewayConfig {
+  /** package.json version, sent as `User-Agent: gateway/<version>`. */
+  abstract readonly version: string;
+  /** This node's id, `[A-Za-z0-9_]{4,32}` (random when NODE_ID is unset). */
+  abstract readonly nodeId: string;
+  abstract readonly listeners: Listeners;
+  /** BACKEND_API_TOKEN; null when the backend API is open (loopback only). */
+  abstract readonly backendApiToken: string | null;
+  /** Keyed by destination name. */
+  abstract readonly destinations: ReadonlyMap<string, Destination>;
+  /** WebSocket handlers; paths are unique. */
+  abstract readonly handlers: ReadonlyArray<Handler>;
+  abstract readonly limits: Limits;
+  abstract readonly sessions: SessionTimings;
+  /** ALLOWED_ORIGINS; null means any origin. */
+  abstract readonly allowedOrigins: ReadonlySet<string> | null;
+  abstract readonly pingIntervalMs: number;
+  abstract readonly shutdownGraceMs: number;
+  /** REDIS_URL; null = single node. */
+  abstract readonly redisUrl: string | null;
+  abstract readonly log: LogSettings;
+}
+
+export interface ListenAddress {
+  readonly host: string;
+  /** 0 = ephemeral (tests). */
+  readonly port: number;
+}
+
+export interface Listeners {
+  readonly public: ListenAddress;
+  readonly internal: ListenAddress;
+}
+
+export interface Destination {
+  readonly name: string;
+  /** Base URL without a trailing slash, e.g. `http://chat:8000/api`. */
+  readonly url: string;
+  readonly timeoutMs: number;
+  readonly maxSockets: number;
+  readonly queueLimit: number;
+  /** e.g. `X-Request-Id`; null = not sent. */
+  readonly requestIdHeader: string | null;
+  /** Value of the Host header; null = derived from url. */
+  readonly overrideHostHeader: string | null;
+}
+
+/** Where one method pattern goes: a destination plus a path prefix (`""` or `/chat1`). */
+export interface RouteTarget {
+  readonly destination: string;
+  /** Empty, or starts with `/` and has no trailing `/`. */
+  readonly pathPrefix: string;
+}
+
+export interface Handler {
+  readonly name: string;
+  /** Starts with `/`. */
+  readonly path: string;
+  /** pattern (`*`, `prefix.*` or an exact method name) → target. Contains `*`. */
+  readonly messageHandlers: ReadonlyMap<string, RouteTarget>;
+}
+
+export interface Limits {
+  readonly maxConnections: number;
+  readonly maxFrameBytes: number;
+  readonly maxPayloadBytes: number;
+  readonly clientQueueMaxBytes: number;
+}
+
+export interface SessionTimings {
+  readonly newConnectionIdleTimeoutMs: number;
+  readonly clientMinIdleTimeoutMs: number;
+  readonly clientMaxIdleTimeoutMs: number;
+  readonly shouldNotifyInactive: boolean;
+}
+
+export type LogLevel = 'error' | 'warn' | 'info' | 'debug';
+export type LogFormat = 'json' | 'pretty';
+
+export interface LogSettings {
+  readonly level: LogLevel;
+  readonly format: LogFormat;
+}

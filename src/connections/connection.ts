@@ -1,0 +1,89 @@
+import type { WebSocket } from 'ws';
+import type { Identity } from '../auth/auth-response';
+import { Handler } from '../config/gateway-config';
+import { CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER } from '../protocol/close-codes';
+
+/** pending: awaiting authorization; ready: `hello` sent; closed: gone. */
+export type ConnectionState = 'pending' | 'ready' | 'closed';
+
+/** A client frame received before `hello`, replayed right after it (SPEC §3). */
+export interface EarlyFrame {
+  readonly data: Buffer;
+  readonly isBinary: boolean;
+}
+
+/** How long a slow consumer's closing handshake may take before the socket is destroyed (SPEC §9). */
+const SLOW_CLOSE_DESTROY_MS = 5000;
+const TEXT = { binary: false } as const;
+
+/**
+ * One WebSocket client. Holds the frames that wait for `hello` in both
+ * directions and enforces the slow-consumer rule on every send (SPEC §9).
+ */
+export class Connection {
+  state: ConnectionState = 'pending';
+  identity: Identity | null = null;
+  /** Epoch ms of the last frame or pong from the client (heartbeat). */
+  lastSeenAt = Date.now();
+  /** Client frames received before hello. */
+  readonly earlyFrames: EarlyFrame[] = [];
+  earlyFramesBytes = 0;
+  /** Topic message frames published before hello, in publish order. */
+  readonly earlyMessages: Buffer[] = [];
+  private isSlow = false;
+
+  constructor(
+    readonly id: string,
+    readonly handler: Handler,
+    readonly socket: WebSocket,
+    private readonly maxQueueBytes: number,
+    private readonly onSlowConsumer: (connection: Connection) => void,
+  ) {}
+
+  /** The authorized user, null before hello. */
+  get userId(): string | null {
+    return this.identity === null ? null : this.identity.userId;
+  }
+
+  get isReady(): boolean {
+    return this.state === 'ready';
+  }
+
+  /**
+   * Send one text frame to a ready connection. Returns false when it was not
+   * sent (not ready, closing, or over the slow-consumer limit, which closes it).
+   */
+  send(frame: Buffer | string): boolean {
+    if (this.state !== 'ready' || this.isSlow) return false;
+    if (this.socket.bufferedAmount > this.maxQueueBytes) {
+      this.closeAsSlowConsumer();
+      return false;
+    }
+    this.socket.send(frame, TEXT);
+    return true;
+  }
+
+  /** Send now when ready; keep for after hello when pending (topic messages, SPEC §3). */
+  sendOrKeep(frame: Buffer): void {
+    if (this.state === 'pending') this.earlyMessages.push(frame);
+    else this.send(frame);
+  }
+
+  /** Send a last frame (if any) and close with `code`/`reason`. */
+  close(code: number, reason: string, lastFrame?: string): void {
+    if (this.state === 'closed') return;
+    this.state = 'closed';
+    if (lastFrame !== undefined && this.socket.readyState === this.socket.OPEN) this.socket.send(lastFrame, TEXT);
+    this.socket.close(code, reason);
+  }
+
+  private closeAsSlowConsumer(): void {
+    this.isSlow = true;
+    this.onSlowConsumer(this);
+    this.close(CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER);
+    const socket = this.socket;
+    setTimeout(() => {
+      if (socket.readyState !== socket.CLOSED) socket.terminate();
+    }, SLOW_CLOSE_DESTROY_MS).unref();
+  }
+}

@@ -1,0 +1,100 @@
+import { Injectable, Logger } from '@nestjs/common';
+import { GatewayConfig } from '../config/gateway-config';
+import { Connection } from '../connections/connection';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
+import { checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
+import { ClientCall, encodeError, encodeFatalError } from '../protocol/frames';
+import { callReply } from '../upstream/call-reply';
+import { UpstreamClient } from '../upstream/upstream.client';
+import { UpstreamRoutes } from '../upstream/upstream-routes';
+
+/** Called for every valid call before it goes upstream (sessions activity, SPEC §4.1 step 3). */
+export type CallListener = (connection: Connection, call: ClientCall) => void;
+
+/**
+ * The frame path (SPEC §4): codec → call checks → upstream → reply. Frames of a
+ * pending connection wait for hello. Nothing here throws to the socket: a bug
+ * is logged with the connection id and answered with internal_error.
+ */
+@Injectable()
+export class ClientFramesService {
+  private readonly logger = new Logger(ClientFramesService.name);
+  private readonly maxFrameBytes: number;
+  private readonly maxEarlyBytes: number;
+  private readonly callListeners: CallListener[] = [];
+  private readonly counted;
+
+  constructor(
+    config: GatewayConfig,
+    private readonly upstream: UpstreamClient,
+    private readonly routes: UpstreamRoutes,
+    metrics: GatewayMetrics,
+  ) {
+    this.maxFrameBytes = config.limits.maxFrameBytes;
+    this.maxEarlyBytes = config.limits.clientQueueMaxBytes;
+    const frames = metrics.clientFrames;
+    this.counted = { call: frames.labels('call'), fatal: frames.labels('fatal'), invalid: frames.labels('invalid'), internal: frames.labels('internal_error') };
+  }
+
+  /** Register a listener for valid calls. */
+  onCall(listener: CallListener): void {
+    this.callListeners.push(listener);
+  }
+
+  /** One WebSocket message from `connection`. */
+  onFrame(connection: Connection, data: Buffer, isBinary: boolean): void {
+    connection.lastSeenAt = Date.now();
+    if (connection.state === 'pending') return this.keepEarly(connection, data, isBinary);
+    if (connection.state !== 'ready') return;
+    try {
+      this.handle(connection, data, isBinary);
+    } catch (err) {
+      this.onBug(connection, err, undefined);
+    }
+  }
+
+  private handle(connection: Connection, data: Buffer, isBinary: boolean): void {
+    const call = parseClientFrame(data, isBinary, this.maxFrameBytes);
+    if (isFrameFault(call)) {
+      this.counted.fatal.inc();
+      // [fix] swindon dropped TCP silently; SPEC §4.1 answers and closes with 1007/1003/1009.
+      connection.close(call.closeCode, REASON_VALIDATION_ERROR, encodeFatalError('validation_error', JSON.stringify(call.text)));
+      return;
+    }
+    const fault = checkCall(call);
+    if (fault !== null) {
+      this.counted.invalid.inc();
+      connection.send(encodeError(call.meta, 'validation_error', JSON.stringify(fault.text)));
+      return;
+    }
+    this.counted.call.inc();
+    for (const listener of this.callListeners) listener(connection, call);
+    this.forward(connection, call).catch((err: unknown) => this.onBug(connection, err, call));
+  }
+
+  private async forward(connection: Connection, call: ClientCall): Promise<void> {
+    const route = this.routes.tableFor(connection.handler).route(call.method);
+    // SPEC §4.2: the server's connection_id overrides a client-sent one.
+    const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
+    const headers = { authorization: connection.identity!.authorization, requestId: `${connection.id}-${String(call.meta.request_id)}` };
+    const response = await this.upstream.post(route.destination, route.url, body, headers, 'call');
+    connection.send(callReply(call.meta, response).frame);
+  }
+
+  private keepEarly(connection: Connection, data: Buffer, isBinary: boolean): void {
+    connection.earlyFramesBytes += data.length;
+    if (connection.earlyFramesBytes > this.maxEarlyBytes) {
+      connection.close(CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT);
+      return;
+    }
+    connection.earlyFrames.push({ data, isBinary });
+  }
+
+  private onBug(connection: Connection, err: unknown, call: ClientCall | undefined): void {
+    this.counted.internal.inc();
+    this.logger.error({ msg: 'frame handler failed', connection_id: connection.id, error: err instanceof Error ? err.name : 'unknown' });
+    const meta = call === undefined ? {} : { request_id: call.meta.request_id };
+    connection.send(encodeError(meta, 'internal_error', 'null'));
+  }
+}

@@ -1,0 +1,17 @@
+import { Module } from '@nestjs/common';
+import { AuthModule } from '../auth/auth.module';
+import { ConnectionsModule } from '../connections/connections.module';
+import { UpstreamModule } from '../upstream/upstream.module';
+import { ClientFramesService } from './client-frames.service';
+import { HeartbeatService } from './heartbeat.service';
+import { HelloService } from './hello.service';
+import { LatticeGateway } from './lattice.gateway';
+import { PublicListener } from './public-listener';
+
+/** The public edge: handshake, WebSocket lifecycle, client frames. */
+@Module({
+  imports: [AuthModule, UpstreamModule, ConnectionsModule],
+  providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HeartbeatService],
+  exports: [PublicListener],
+})
+export class GatewayModule {}

@@ -1,0 +1,70 @@
+import type { IncomingHttpHeaders } from 'node:http';
+import { Handler } from '../config/gateway-config';
+
+/** Subprotocols the gateway speaks, preferred first (SPEC §2). */
+export const SUBPROTOCOL = 'v1.gateway-lattice+json';
+export const LEGACY_SUBPROTOCOL = 'v1.swindon-lattice+json';
+
+export interface HandshakeContext {
+  readonly handlersByPath: ReadonlyMap<string, Handler>;
+  readonly allowedOrigins: ReadonlySet<string> | null;
+  readonly connectionCount: number;
+  readonly maxConnections: number;
+}
+
+export type HandshakeDecision =
+  | { readonly ok: true; readonly handler: Handler; readonly protocol: string }
+  | { readonly ok: false; readonly status: 400 | 403 | 404 | 503; readonly text: string };
+
+/**
+ * SPEC §2: the checks before the 101, in order: path → 404, subprotocol → 400,
+ * connection limit → 503, origin → 403. Pure; never throws.
+ */
+export function decideHandshake(url: string | undefined, headers: IncomingHttpHeaders, ctx: HandshakeContext): HandshakeDecision {
+  const handler = ctx.handlersByPath.get(pathOf(url));
+  if (handler === undefined) return { ok: false, status: 404, text: 'no WebSocket handler on this path' };
+  const protocol = chooseSubprotocol(headers['sec-websocket-protocol']);
+  if (protocol === null) {
+    return { ok: false, status: 400, text: `Sec-WebSocket-Protocol must offer ${SUBPROTOCOL} (or legacy ${LEGACY_SUBPROTOCOL})` };
+  }
+  if (ctx.connectionCount >= ctx.maxConnections) return { ok: false, status: 503, text: 'connection limit reached' };
+  const origin = headers.origin;
+  if (ctx.allowedOrigins !== null && origin !== undefined && !ctx.allowedOrigins.has(origin)) {
+    return { ok: false, status: 403, text: 'origin not allowed' };
+  }
+  return { ok: true, handler, protocol };
+}
+
+/** The subprotocol to echo, or null when the offer lacks both of ours. */
+export function chooseSubprotocol(header: string | undefined): string | null {
+  if (header === undefined) return null;
+  const offered = header.split(',').map((p) => p.trim());
+  if (offered.includes(SUBPROTOCOL)) return SUBPROTOCOL;
+  if (offered.includes(LEGACY_SUBPROTOCOL)) return LEGACY_SUBPROTOCOL;
+  return null;
+}
+
+/** SPEC §2: a request that sends Cookie or Authorization more than once. */
+export function hasDuplicateCredentialHeaders(rawHeaders: readonly string[]): boolean {
+  let cookies = 0;
+  let authorizations = 0;
+  for (let i = 0; i < rawHeaders.length; i += 2) {
+    const name = rawHeaders[i].toLowerCase();
+    if (name === 'cookie') cookies++;
+    else if (name === 'authorization') authorizations++;
+  }
+  return cookies > 1 || authorizations > 1;
+}
+
+/** The raw query string without `?`, not decoded; `""` when none (SPEC §3). */
+export function queryStringOf(url: string | undefined): string {
+  if (url === undefined) return '';
+  const at = url.indexOf('?');
+  return at < 0 ? '' : url.slice(at + 1);
+}
+
+function pathOf(url: string | undefined): string {
+  if (url === undefined) return '/';
+  const at = url.indexOf('?');
+  return at < 0 ? url : url.slice(0, at);
+}

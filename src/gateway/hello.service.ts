@@ -1,0 +1,66 @@
+import { Injectable, Logger } from '@nestjs/common';
+import type { IncomingMessage } from 'node:http';
+import { AuthService } from '../auth/auth.service';
+import { Connection } from '../connections/connection';
+import { ConnectionRegistry } from '../connections/connection-registry';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { REASON_BACKEND_ERROR, backendErrorCloseCode } from '../protocol/close-codes';
+import { encodeFatalError, encodeHello } from '../protocol/frames';
+import { ClientFramesService } from './client-frames.service';
+import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
+
+/**
+ * The life of a connection up to and right after `hello` (SPEC §2–3), written
+ * in the order the spec gives.
+ */
+@Injectable()
+export class HelloService {
+  private readonly logger = new Logger(HelloService.name);
+  private readonly helloSent;
+
+  constructor(
+    private readonly auth: AuthService,
+    private readonly registry: ConnectionRegistry,
+    private readonly frames: ClientFramesService,
+    metrics: GatewayMetrics,
+  ) {
+    this.helloSent = metrics.framesSent.labels('hello');
+  }
+
+  /** Authorize `connection` and, when the backend agrees, run the hello sequence. */
+  async start(connection: Connection, req: IncomingMessage): Promise<void> {
+    if (hasDuplicateCredentialHeaders(req.rawHeaders)) {
+      // SPEC §2: no backend call; fatal 400 and close 4400.
+      return this.refuse(connection, 400, 'null');
+    }
+    const outcome = await this.auth.authorize(connection, {
+      cookie: req.headers.cookie ?? null,
+      authorization: req.headers.authorization ?? null,
+      queryString: queryStringOf(req.url),
+    });
+    // [fix] an answer that arrives after its client left is ignored.
+    if (connection.state !== 'pending') return;
+    if (!outcome.ok) return this.refuse(connection, outcome.status, outcome.dataJson);
+    connection.identity = outcome.identity;
+    connection.state = 'ready';
+    this.registry.bindUser(connection, outcome.identity.userId);
+    this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
+    this.sendHelloSequence(connection);
+  }
+
+  /** SPEC §3 order: hello → buffered messages → lattice snapshots → users snapshot → early client frames. */
+  private sendHelloSequence(connection: Connection): void {
+    connection.send(encodeHello(connection.identity!.json));
+    this.helloSent.inc();
+    for (const frame of connection.earlyMessages.splice(0)) connection.send(frame);
+    const early = connection.earlyFrames.splice(0);
+    connection.earlyFramesBytes = 0;
+    for (const frame of early) this.frames.onFrame(connection, frame.data, frame.isBinary);
+  }
+
+  private refuse(connection: Connection, status: number, dataJson: string): void {
+    connection.earlyFrames.length = 0;
+    connection.earlyMessages.length = 0;
+    connection.close(backendErrorCloseCode(status), REASON_BACKEND_ERROR, encodeFatalError('http_error', dataJson, status));
+  }
+}

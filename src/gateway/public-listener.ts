@@ -1,0 +1,98 @@
+import { Injectable, Logger } from '@nestjs/common';
+import * as http from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
+import { WebSocketServer } from 'ws';
+import { GatewayConfig, Handler } from '../config/gateway-config';
+import { ConnectionRegistry } from '../connections/connection-registry';
+import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
+
+/** Express (or any) request handler that serves the health routes. */
+export type HealthRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
+
+const HEALTH_PATHS = new Set(['/health/live', '/health/ready']);
+
+/**
+ * The public listener (SPEC §1–2): a plain http.Server. Upgrades on a handler's
+ * path pass the ordered handshake checks, then reach our WebSocketServer; GET
+ * /health/* goes to the Nest app; everything else is 404.
+ */
+@Injectable()
+export class PublicListener {
+  readonly server = http.createServer((req, res) => this.onRequest(req, res));
+  readonly wss: WebSocketServer;
+  private readonly logger = new Logger(PublicListener.name);
+  private readonly handlersByPath: ReadonlyMap<string, Handler>;
+  private healthHandler: HealthRequestHandler | null = null;
+  private isAccepting = true;
+
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly registry: ConnectionRegistry,
+  ) {
+    this.handlersByPath = new Map(config.handlers.map((h) => [h.path, h]));
+    this.wss = new WebSocketServer({
+      noServer: true,
+      clientTracking: false,
+      perMessageDeflate: false,
+      // ws closes frames over maxPayload with a bare 1009; we allow twice the limit so
+      // that a moderately oversized frame gets our fatal_error first (SPEC §4.1), while
+      // a huge one is still refused without buffering it.
+      maxPayload: config.limits.maxFrameBytes * 2 + 1024,
+      handleProtocols: (offered: Set<string>) => (offered.has(SUBPROTOCOL) ? SUBPROTOCOL : LEGACY_SUBPROTOCOL),
+    });
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => this.onUpgrade(req, socket, head));
+    this.server.on('clientError', (_err, socket: Socket) => rejectSocket(socket, 400, 'bad request'));
+  }
+
+  /** Where GET /health/live and /health/ready are served (the Nest app's Express instance). */
+  setHealthHandler(handler: HealthRequestHandler): void {
+    this.healthHandler = handler;
+  }
+
+  listen(host: string, port: number): Promise<AddressInfo> {
+    return new Promise((resolve, reject) => {
+      this.server.once('error', reject);
+      this.server.listen(port, host, () => resolve(this.server.address() as AddressInfo));
+    });
+  }
+
+  /** Refuse new upgrades (draining) and stop listening; open sockets stay. */
+  stopAccepting(): Promise<void> {
+    this.isAccepting = false;
+    return new Promise((resolve) => (this.server.listening ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {
+    const path = (req.url ?? '/').split('?')[0];
+    if (req.method === 'GET' && HEALTH_PATHS.has(path) && this.healthHandler !== null) {
+      this.healthHandler(req, res);
+      return;
+    }
+    res.writeHead(404, { 'Content-Length': '0' }).end();
+  }
+
+  private onUpgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
+    socket.on('error', () => socket.destroy());
+    if (!this.isAccepting) return rejectSocket(socket, 503, 'shutting down');
+    const decision = decideHandshake(req.url, req.headers, {
+      handlersByPath: this.handlersByPath,
+      allowedOrigins: this.config.allowedOrigins,
+      connectionCount: this.registry.size,
+      maxConnections: this.config.limits.maxConnections,
+    });
+    if (!decision.ok) {
+      this.logger.debug({ msg: 'handshake refused', status: decision.status, path: req.url?.split('?')[0] });
+      return rejectSocket(socket, decision.status, decision.text);
+    }
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, decision.handler));
+  }
+}
+
+function rejectSocket(socket: Socket, status: number, text: string): void {
+  if (!socket.writable) return void socket.destroy();
+  const body = text + '\n';
+  socket.end(
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+      `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
+  );
+}

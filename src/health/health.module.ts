@@ -1,0 +1,11 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { LifecycleModule } from '../lifecycle/lifecycle.module';
+import { HealthController } from './health.controller';
+
+/** Composes readiness indicators owned by other modules. */
+@Module({
+  imports: [TerminusModule.forRoot({ logger: false }), LifecycleModule],
+  controllers: [HealthController],
+})
+export class HealthModule {}

@@ -1,0 +1,14 @@
+import { Module } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { ConnectionsModule } from '../connections/connections.module';
+import { UpstreamModule } from '../upstream/upstream.module';
+import { DrainingHealth } from './draining.health';
+import { ShutdownService } from './shutdown.service';
+
+/** Draining and the shutdown sequence. */
+@Module({
+  imports: [ConnectionsModule, UpstreamModule, TerminusModule],
+  providers: [ShutdownService, DrainingHealth],
+  exports: [ShutdownService, DrainingHealth],
+})
+export class LifecycleModule {}

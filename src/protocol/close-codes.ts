@@ -1,0 +1,28 @@
+/** WebSocket close codes and reasons used by the gateway, in one table (SPEC §2–§4, §9, §10). */
+
+/** Server shutdown (SPEC §10). */
+export const CLOSE_GOING_AWAY = 1001;
+/** Binary frame received (SPEC §4.1). */
+export const CLOSE_UNSUPPORTED_DATA = 1003;
+/** Frame is not JSON or has the wrong shape (SPEC §4.1). */
+export const CLOSE_INVALID_PAYLOAD = 1007;
+/** Slow consumer (SPEC §9). */
+export const CLOSE_POLICY_VIOLATION = 1008;
+/** Frame over MAX_FRAME_BYTES (SPEC §4.1). */
+export const CLOSE_MESSAGE_TOO_BIG = 1009;
+/** Unexpected server fault. */
+export const CLOSE_INTERNAL_ERROR = 1011;
+/** Auth failures close with 4000 + HTTP status (SPEC §3). */
+export const CLOSE_BACKEND_ERROR_BASE = 4000;
+
+export const REASON_BACKEND_ERROR = 'backend_error';
+export const REASON_SLOW_CONSUMER = 'slow_consumer';
+export const REASON_VALIDATION_ERROR = 'validation_error';
+export const REASON_SHUTDOWN = 'shutdown';
+export const REASON_PING_TIMEOUT = 'ping_timeout';
+export const REASON_EARLY_FRAMES_OVER_LIMIT = 'early_frames_over_limit';
+
+/** SPEC §3: close code for an authorization failure answered with HTTP `status`. */
+export function backendErrorCloseCode(status: number): number {
+  return CLOSE_BACKEND_ERROR_BASE + status;
+}

@@ -1,0 +1,60 @@
+import { Destination, Handler } from '../config/gateway-config';
+import { methodToPath } from '../protocol/identifiers';
+
+/** Where one method goes: the destination and the URL to POST to. */
+export interface Route {
+  readonly destination: Destination;
+  readonly url: string;
+}
+
+interface Target {
+  readonly destination: Destination;
+  /** destination url + handler path prefix, computed once. */
+  readonly urlPrefix: string;
+}
+
+/**
+ * One handler's message_handlers, precompiled (SPEC §1): exact name first, then
+ * the longest `prefix.*` glob, then `*`. Built once at start; `route` is a lookup.
+ */
+export class RouteTable {
+  private readonly exact = new Map<string, Target>();
+  /** Longest prefix first; each prefix includes its trailing dot. */
+  private readonly globs: Array<{ prefix: string; target: Target }> = [];
+  private readonly fallback: Target;
+
+  constructor(handler: Handler, destinations: ReadonlyMap<string, Destination>) {
+    let fallback: Target | undefined;
+    for (const [pattern, route] of handler.messageHandlers) {
+      const destination = destinations.get(route.destination);
+      if (!destination) throw new Error(`handler ${handler.name}: unknown destination ${route.destination}`);
+      const target = { destination, urlPrefix: destination.url + route.pathPrefix };
+      if (pattern === '*') fallback = target;
+      else if (pattern.endsWith('.*')) this.globs.push({ prefix: pattern.slice(0, -1), target });
+      else this.exact.set(pattern, target);
+    }
+    if (!fallback) throw new Error(`handler ${handler.name}: no "*" pattern`);
+    this.fallback = fallback;
+    this.globs.sort((a, b) => b.prefix.length - a.prefix.length);
+  }
+
+  /** The route of `method` (a dotted name; `gateway.*` names are routed like any other). */
+  route(method: string): Route {
+    const target = this.targetOf(method);
+    return { destination: target.destination, url: target.urlPrefix + methodToPath(method) };
+  }
+
+  private targetOf(method: string): Target {
+    const exact = this.exact.get(method);
+    if (exact) return exact;
+    for (const glob of this.globs) {
+      // `prefix.*` matches names that start with `prefix.` and are longer.
+      if (method.length > glob.prefix.length && method.startsWith(glob.prefix)) return glob.target;
+    }
+    return this.fallback;
+  }
+}
+
+/** The method names the gateway itself calls (SPEC §1: routed like methods). */
+export const AUTHORIZE_METHOD = 'gateway.authorize_connection';
+export const SESSION_INACTIVE_METHOD = 'gateway.session_inactive';

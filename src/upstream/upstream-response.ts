@@ -1,0 +1,38 @@
+/**
+ * What one upstream HTTP exchange produced. Transport outcomes are values, not
+ * exceptions (STYLE B8); call-reply.ts and auth-response.ts map them to frames.
+ */
+export type UpstreamResponse =
+  | { readonly kind: 'response'; readonly status: number; readonly contentType: string | undefined; readonly body: Buffer }
+  | { readonly kind: 'timeout' }
+  | { readonly kind: 'connection_error'; readonly reason: string }
+  | { readonly kind: 'too_large' }
+  | { readonly kind: 'queue_full' };
+
+const JSON_CONTENT_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+
+/** `application/json`, with a charset only if it is utf-8 (SPEC §3). */
+export function isJsonContentType(contentType: string | undefined): boolean {
+  return contentType !== undefined && JSON_CONTENT_TYPE.test(contentType.trim());
+}
+
+/** Parse JSON text; undefined plus the parser message when it is invalid. */
+export function tryParseJson(text: string): { ok: true; value: unknown } | { ok: false; message: string } {
+  try {
+    return { ok: true, value: JSON.parse(text) };
+  } catch (err) {
+    return { ok: false, message: (err as Error).message };
+  }
+}
+
+/** The JSON text of an error response body when it is JSON and parses, else `null` (SPEC §3, §4.3). */
+export function errorBodyJson(response: { contentType: string | undefined; body: Buffer }): string {
+  if (!isJsonContentType(response.contentType)) return 'null';
+  const text = response.body.toString('utf8');
+  return tryParseJson(text).ok ? text : 'null';
+}
+
+/** A short description for logs (never the body). */
+export function describeOutcome(response: UpstreamResponse): string {
+  return response.kind === 'response' ? `status ${response.status}` : response.kind;
+}

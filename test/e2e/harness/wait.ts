@@ -1,0 +1,21 @@
+/** Bounded, event-based waiting with a clear failure message (STYLE B10). */
+
+/** Resolve when `check()` returns a value other than undefined; reject after `ms` with `what`. */
+export async function waitFor<T>(check: () => T | undefined, what: string, ms = 2000): Promise<T> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    const value = check();
+    if (value !== undefined) return value;
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
+
+/** Race a promise against a bounded timeout that names what was awaited. */
+export function within<T>(promise: Promise<T>, what: string, ms = 2000): Promise<T> {
+  let timer: NodeJS.Timeout;
+  const timeout = new Promise<never>((_, reject) => {
+    timer = setTimeout(() => reject(new Error(`timed out after ${ms} ms waiting for ${what}`)), ms);
+  });
+  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
+}
