@@ -1,4 +1,5 @@
 import { DynamicModule, Module } from '@nestjs/common';
+import { BackendApiModule } from './backend-api/backend-api.module';
 import { GatewayConfigModule } from './config/config.module';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayModule } from './gateway/gateway.module';
@@ -12,7 +13,7 @@ export class AppModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [GatewayConfigModule.forRoot(config), MetricsModule, GatewayModule, LifecycleModule, HealthModule],
+      imports: [GatewayConfigModule.forRoot(config), MetricsModule, GatewayModule, BackendApiModule, LifecycleModule, HealthModule],
     };
   }
 }

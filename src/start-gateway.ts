@@ -1,7 +1,8 @@
 import { LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
-import type { AddressInfo } from 'node:net';
+import type { Server } from 'node:http';
+import type { AddressInfo, Socket } from 'node:net';
 import { AppModule } from './app.module';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
@@ -35,7 +36,9 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   shutdown.onDrain(() => publicListener.stopAccepting());
 
   await app.listen(config.listeners.internal.port, config.listeners.internal.host);
-  const internalAddress = app.getHttpServer().address() as AddressInfo;
+  const internalServer = app.getHttpServer() as Server;
+  internalServer.on('clientError', answerClientError);
+  const internalAddress = internalServer.address() as AddressInfo;
   publicListener.setHealthHandler(app.getHttpAdapter().getInstance());
   const publicAddress = await publicListener.listen(config.listeners.public.host, config.listeners.public.port);
 
@@ -49,4 +52,11 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     return closing;
   };
   return { app, publicAddress, internalAddress, close };
+}
+
+/** SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported method. */
+function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
+  if (!socket.writable) return void socket.destroy();
+  const status = err.code === 'HPE_INVALID_METHOD' ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

@@ -6,6 +6,7 @@ import { EnvDto } from './env.dto';
 import { DestinationDto, FileDto, HandlerDto } from './file.dto';
 import type { Destination, GatewayConfig, Handler, LogFormat, LogLevel, RouteTarget } from './gateway-config';
 import {
+  checkDuration,
   joinPath,
   NAME,
   normaliseHttpUrl,
@@ -93,9 +94,8 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
   if (!hasFile && env.UPSTREAM_URL === undefined) {
     problems.push('UPSTREAM_URL: is required (or give GATEWAY_CONFIG with destinations)');
   }
-  const minMs = parseDurationMs(env.CLIENT_MIN_IDLE_TIMEOUT);
-  const maxMs = parseDurationMs(env.CLIENT_MAX_IDLE_TIMEOUT);
-  if (minMs !== null && maxMs !== null && maxMs < minMs) {
+  const isEachValid = [env.CLIENT_MIN_IDLE_TIMEOUT, env.CLIENT_MAX_IDLE_TIMEOUT].every((text) => checkDuration()(text) === null);
+  if (isEachValid && ms(env.CLIENT_MAX_IDLE_TIMEOUT) < ms(env.CLIENT_MIN_IDLE_TIMEOUT)) {
     const min = JSON.stringify(env.CLIENT_MIN_IDLE_TIMEOUT);
     problems.push(`CLIENT_MAX_IDLE_TIMEOUT: ${JSON.stringify(env.CLIENT_MAX_IDLE_TIMEOUT)} is shorter than CLIENT_MIN_IDLE_TIMEOUT (${min})`);
   }

@@ -3,14 +3,12 @@ import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
-import { checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
+import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
 import { ClientCall, encodeError, encodeFatalError } from '../protocol/frames';
+import { SessionsService } from '../sessions/sessions.service';
 import { callReply } from '../upstream/call-reply';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
-
-/** Called for every valid call before it goes upstream (sessions activity, SPEC §4.1 step 3). */
-export type CallListener = (connection: Connection, call: ClientCall) => void;
 
 /**
  * The frame path (SPEC §4): codec → call checks → upstream → reply. Frames of a
@@ -22,24 +20,19 @@ export class ClientFramesService {
   private readonly logger = new Logger(ClientFramesService.name);
   private readonly maxFrameBytes: number;
   private readonly maxEarlyBytes: number;
-  private readonly callListeners: CallListener[] = [];
   private readonly counted;
 
   constructor(
     config: GatewayConfig,
     private readonly upstream: UpstreamClient,
     private readonly routes: UpstreamRoutes,
+    private readonly sessions: SessionsService,
     metrics: GatewayMetrics,
   ) {
     this.maxFrameBytes = config.limits.maxFrameBytes;
     this.maxEarlyBytes = config.limits.clientQueueMaxBytes;
     const frames = metrics.clientFrames;
     this.counted = { call: frames.labels('call'), fatal: frames.labels('fatal'), invalid: frames.labels('invalid'), internal: frames.labels('internal_error') };
-  }
-
-  /** Register a listener for valid calls. */
-  onCall(listener: CallListener): void {
-    this.callListeners.push(listener);
   }
 
   /** One WebSocket message from `connection`. */
@@ -69,7 +62,8 @@ export class ClientFramesService {
       return;
     }
     this.counted.call.inc();
-    for (const listener of this.callListeners) listener(connection, call);
+    const active = activeSeconds(call.meta);
+    if (active !== null) this.sessions.touch(connection.userId!, active);
     this.forward(connection, call).catch((err: unknown) => this.onBug(connection, err, call));
   }
 

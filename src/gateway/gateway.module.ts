@@ -1,6 +1,9 @@
 import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { ConnectionsModule } from '../connections/connections.module';
+import { LatticeModule } from '../lattice/lattice.module';
+import { SessionsModule } from '../sessions/sessions.module';
+import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { UpstreamModule } from '../upstream/upstream.module';
 import { ClientFramesService } from './client-frames.service';
 import { HeartbeatService } from './heartbeat.service';
@@ -10,7 +13,7 @@ import { PublicListener } from './public-listener';
 
 /** The public edge: handshake, WebSocket lifecycle, client frames. */
 @Module({
-  imports: [AuthModule, UpstreamModule, ConnectionsModule],
+  imports: [AuthModule, UpstreamModule, ConnectionsModule, SessionsModule, LatticeModule, UsersLatticeModule],
   providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HeartbeatService],
   exports: [PublicListener],
 })

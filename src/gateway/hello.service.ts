@@ -3,9 +3,12 @@ import type { IncomingMessage } from 'node:http';
 import { AuthService } from '../auth/auth.service';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { LatticeService } from '../lattice/lattice.service';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { REASON_BACKEND_ERROR, backendErrorCloseCode } from '../protocol/close-codes';
 import { encodeFatalError, encodeHello } from '../protocol/frames';
+import { SessionsService } from '../sessions/sessions.service';
+import { PresenceService } from '../users-lattice/presence.service';
 import { ClientFramesService } from './client-frames.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 
@@ -22,6 +25,9 @@ export class HelloService {
     private readonly auth: AuthService,
     private readonly registry: ConnectionRegistry,
     private readonly frames: ClientFramesService,
+    private readonly sessions: SessionsService,
+    private readonly lattices: LatticeService,
+    private readonly presence: PresenceService,
     metrics: GatewayMetrics,
   ) {
     this.helloSent = metrics.framesSent.labels('hello');
@@ -44,6 +50,7 @@ export class HelloService {
     connection.identity = outcome.identity;
     connection.state = 'ready';
     this.registry.bindUser(connection, outcome.identity.userId);
+    this.sessions.authorized(connection);
     this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.sendHelloSequence(connection);
   }
@@ -53,6 +60,8 @@ export class HelloService {
     connection.send(encodeHello(connection.identity!.json));
     this.helloSent.inc();
     for (const frame of connection.earlyMessages.splice(0)) connection.send(frame);
+    this.lattices.sendSnapshots(connection);
+    this.presence.sendSnapshot(connection);
     const early = connection.earlyFrames.splice(0);
     connection.earlyFramesBytes = 0;
     for (const frame of early) this.frames.onFrame(connection, frame.data, frame.isBinary);

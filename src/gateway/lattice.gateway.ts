@@ -27,7 +27,7 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     socket.on('message', (data: Buffer, isBinary: boolean) => this.frames.onFrame(connection, data, isBinary));
     socket.on('pong', () => (connection.lastSeenAt = Date.now()));
     socket.on('error', () => socket.terminate());
-    void this.hello.start(connection, req);
+    this.hello.start(connection, req).catch(() => connection.close(1011, "internal_error"));
   }
 
   handleDisconnect(socket: WebSocket): void {

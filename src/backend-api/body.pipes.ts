@@ -1,0 +1,87 @@
+import { Injectable, PipeTransform } from '@nestjs/common';
+import type { Request } from 'express';
+import { GatewayConfig } from '../config/gateway-config';
+import { parseLatticeBody, LatticeBody } from '../lattice/lattice-body';
+import { isValidUserId } from '../protocol/identifiers';
+import { badRequest } from './backend-api.error';
+import { RawBody, readBody } from './raw-body';
+
+const JSON_CONTENT_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
+const utf8 = new TextDecoder('utf-8', { fatal: true });
+
+/** Endpoints 1, 2, 5, 9: a body is a 400 (SPEC §5). */
+@Injectable()
+export class NoBodyPipe implements PipeTransform<Request, Promise<void>> {
+  constructor(private readonly config: GatewayConfig) {}
+
+  async transform(req: Request): Promise<void> {
+    const body = await readBody(req, this.config.limits.maxPayloadBytes);
+    if (body.bytes !== null) throw badRequest('unexpected_body', 'this endpoint takes no request body');
+  }
+}
+
+/** The raw JSON bytes of the body after the SPEC §5 checks; the value is parsed once. */
+export interface JsonBody {
+  readonly bytes: Buffer;
+  readonly value: unknown;
+}
+
+/** Endpoints 3, 4, 6, 7, 8: body required, `application/json` (utf-8), valid JSON. */
+@Injectable()
+export class JsonBodyPipe implements PipeTransform<Request, Promise<JsonBody>> {
+  constructor(private readonly config: GatewayConfig) {}
+
+  async transform(req: Request): Promise<JsonBody> {
+    return jsonBodyOf(await readBody(req, this.config.limits.maxPayloadBytes));
+  }
+}
+
+/** Endpoints 4 and 6: JSON body that is valid lattice content (SPEC §6.4). */
+@Injectable()
+export class LatticeBodyPipe implements PipeTransform<Request, Promise<LatticeBody>> {
+  constructor(private readonly json: JsonBodyPipe) {}
+
+  async transform(req: Request): Promise<LatticeBody> {
+    const result = parseLatticeBody((await this.json.transform(req)).value);
+    if (!result.ok) throw badRequest('invalid_lattice', result.message);
+    return result.value;
+  }
+}
+
+/** Endpoints 7 and 8: a JSON array of valid user ids. */
+@Injectable()
+export class UserListPipe implements PipeTransform<Request, Promise<string[]>> {
+  constructor(private readonly json: JsonBodyPipe) {}
+
+  async transform(req: Request): Promise<string[]> {
+    const { value } = await this.json.transform(req);
+    if (!Array.isArray(value)) throw badRequest('invalid_users', 'body must be a JSON array of user ids');
+    const at = value.findIndex((userId) => !isValidUserId(userId));
+    if (at >= 0) throw badRequest('invalid_users', `[${at}]: user id must be a string matching [A-Za-z0-9:_/-]{1,256}`);
+    return value as string[];
+  }
+}
+
+function jsonBodyOf(body: RawBody): JsonBody {
+  if (body.bytes === null) throw badRequest('missing_body', 'a JSON request body is required');
+  if (body.contentType === undefined || !JSON_CONTENT_TYPE.test(body.contentType.trim())) {
+    throw badRequest('unsupported_content_type', 'Content-Type must be application/json (charset utf-8 if any)');
+  }
+  let text: string;
+  try {
+    text = utf8.decode(body.bytes);
+  } catch {
+    throw badRequest('invalid_json', 'body is not valid UTF-8');
+  }
+  try {
+    // TextDecoder drops a BOM; drop it from the bytes too, since they are spliced into frames.
+    const bytes = hasBom(body.bytes) ? body.bytes.subarray(3) : body.bytes;
+    return { bytes, value: JSON.parse(text) };
+  } catch (err) {
+    throw badRequest('invalid_json', 'body is not valid JSON: ' + (err as Error).message);
+  }
+}
+
+function hasBom(bytes: Buffer): boolean {
+  return bytes.length >= 3 && bytes[0] === 0xef && bytes[1] === 0xbb && bytes[2] === 0xbf;
+}

@@ -1,0 +1,30 @@
+import { Controller, Delete, HttpCode, Param, Post, Put } from '@nestjs/common';
+import { LatticeBody } from '../lattice/lattice-body';
+import { LatticeService } from '../lattice/lattice.service';
+import { LatticeBodyPipe, NoBodyPipe } from './body.pipes';
+import { ConnectionIdPipe, NamespacePipe } from './path-params';
+import { RequestBody } from './raw-body';
+
+/** Endpoints 4, 5 and 6: lattice subscriptions and updates. */
+@Controller('v1')
+export class LatticesController {
+  constructor(private readonly lattices: LatticeService) {}
+
+  @Put('connection/:cid/lattices/*namespace')
+  @HttpCode(204)
+  subscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('namespace', NamespacePipe) ns: string, @RequestBody(LatticeBodyPipe) body: LatticeBody): Promise<void> {
+    return this.lattices.subscribe(cid, ns, body);
+  }
+
+  @Delete('connection/:cid/lattices/*namespace')
+  @HttpCode(204)
+  unsubscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('namespace', NamespacePipe) ns: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
+    return this.lattices.unsubscribe(cid, ns);
+  }
+
+  @Post('lattice/*namespace')
+  @HttpCode(204)
+  update(@Param('namespace', NamespacePipe) ns: string, @RequestBody(LatticeBodyPipe) body: LatticeBody): Promise<void> {
+    return this.lattices.update(ns, body);
+  }
+}

@@ -1,0 +1,35 @@
+import { ExecutionContext, createParamDecorator } from '@nestjs/common';
+import type { Request } from 'express';
+import { BackendApiError } from './backend-api.error';
+
+/** The request body as read from the socket: null when there is none. */
+export interface RawBody {
+  readonly bytes: Buffer | null;
+  readonly contentType: string | undefined;
+}
+
+/**
+ * Hands the request to the body pipes, which read it with the SPEC limits
+ * (Express's body parser is off, STYLE B12).
+ */
+export const RequestBody = createParamDecorator((_: unknown, ctx: ExecutionContext): Request => ctx.switchToHttp().getRequest<Request>());
+
+/** Read the whole body; 413 when Content-Length or the bytes read exceed `limitBytes` (SPEC §5). */
+export function readBody(req: Request, limitBytes: number): Promise<RawBody> {
+  const contentType = req.headers['content-type'];
+  const declared = req.headers['content-length'];
+  if (declared !== undefined && Number(declared) > limitBytes) return Promise.reject(new BackendApiError(413));
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      size += chunk.length;
+      if (size <= limitBytes) return void chunks.push(chunk);
+      req.off('data', onData);
+      reject(new BackendApiError(413));
+    };
+    req.on('data', onData);
+    req.on('end', () => resolve({ bytes: size === 0 ? null : Buffer.concat(chunks, size), contentType }));
+    req.on('error', reject);
+  });
+}

@@ -1,0 +1,137 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Identity } from '../auth/auth-response';
+import { GatewayConfig, Handler } from '../config/gateway-config';
+import { Connection } from '../connections/connection';
+import { ConnectionRegistry } from '../connections/connection-registry';
+import { SESSION_INACTIVE_METHOD } from '../upstream/destinations';
+import { UpstreamClient } from '../upstream/upstream.client';
+import { UpstreamRoutes } from '../upstream/upstream-routes';
+import { clampActiveMs, extendDeadline } from './activity';
+
+/** A user's presence status (SPEC §7). */
+export type PresenceStatus = 'active' | 'inactive' | 'offline';
+export type StatusListener = (userId: string, status: PresenceStatus, atMs: number) => void;
+
+interface Session {
+  status: 'active' | 'inactive';
+  deadlineAt: number;
+  timer: NodeJS.Timeout | null;
+  /** Identity and handler of the latest authorization: who the inactivity notice speaks for. */
+  identity: Identity;
+  handler: Handler;
+}
+
+const INACTIVE_BODY = '[{},[],{}]';
+
+/**
+ * Sessions and inactivity (SPEC §8): one activity deadline per user, shared by
+ * its connections; status changes are announced to listeners (presence).
+ */
+@Injectable()
+export class SessionsService implements OnModuleDestroy {
+  private readonly logger = new Logger(SessionsService.name);
+  private readonly sessions = new Map<string, Session>();
+  private readonly listeners: StatusListener[] = [];
+
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly registry: ConnectionRegistry,
+    private readonly upstream: UpstreamClient,
+    private readonly routes: UpstreamRoutes,
+  ) {
+    registry.onRemove((connection) => this.onConnectionGone(connection));
+  }
+
+  onStatusChange(listener: StatusListener): void {
+    this.listeners.push(listener);
+  }
+
+  /** Current status of a user on this node, or null when it has no session. */
+  statusOf(userId: string): PresenceStatus | null {
+    return this.sessions.get(userId)?.status ?? null;
+  }
+
+  /** SPEC §8: a user authorized a connection. */
+  authorized(connection: Connection): void {
+    const identity = connection.identity!;
+    const windowMs = this.config.sessions.newConnectionIdleTimeoutMs;
+    const session = this.sessions.get(identity.userId);
+    if (session === undefined) {
+      const created: Session = { status: 'active', deadlineAt: Date.now() + windowMs, timer: null, identity, handler: connection.handler };
+      this.sessions.set(identity.userId, created);
+      this.arm(identity.userId, created);
+      this.announce(identity.userId, 'active');
+      return;
+    }
+    session.identity = identity;
+    session.handler = connection.handler;
+    this.extend(identity.userId, session, windowMs);
+  }
+
+  /** SPEC §8: a valid call carried `active: N` seconds. */
+  touch(userId: string, activeSeconds: number): void {
+    const session = this.sessions.get(userId);
+    if (session === undefined) return;
+    const { clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs } = this.config.sessions;
+    this.extend(userId, session, clampActiveMs(activeSeconds, clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs));
+  }
+
+  onModuleDestroy(): void {
+    for (const session of this.sessions.values()) if (session.timer) clearTimeout(session.timer);
+  }
+
+  private extend(userId: string, session: Session, windowMs: number): void {
+    session.deadlineAt = extendDeadline(session.deadlineAt, Date.now(), windowMs);
+    if (session.status === 'inactive') {
+      // [fix] an inactive session becomes active again.
+      session.status = 'active';
+      this.arm(userId, session);
+      this.announce(userId, 'active');
+    }
+  }
+
+  private arm(userId: string, session: Session): void {
+    if (session.timer) clearTimeout(session.timer);
+    session.timer = setTimeout(() => this.onDeadline(userId, session), Math.max(0, session.deadlineAt - Date.now()));
+    session.timer.unref();
+  }
+
+  private onDeadline(userId: string, session: Session): void {
+    session.timer = null;
+    if (this.sessions.get(userId) !== session || session.status !== 'active') return;
+    if (session.deadlineAt > Date.now()) return this.arm(userId, session);
+    if (this.config.sessions.shouldNotifyInactive) this.notifyInactive(session);
+    if (this.registry.ofUser(userId).size > 0) {
+      session.status = 'inactive';
+      this.announce(userId, 'inactive');
+    } else {
+      this.end(userId);
+    }
+  }
+
+  private onConnectionGone(connection: Connection): void {
+    const userId = connection.userId;
+    if (userId === null || this.registry.ofUser(userId).size > 0) return;
+    if (this.sessions.get(userId)?.status === 'inactive') this.end(userId);
+  }
+
+  private end(userId: string): void {
+    const session = this.sessions.get(userId);
+    if (session?.timer) clearTimeout(session.timer);
+    this.sessions.delete(userId);
+    this.announce(userId, 'offline');
+  }
+
+  private notifyInactive(session: Session): void {
+    const route = this.routes.tableFor(session.handler).route(SESSION_INACTIVE_METHOD);
+    const headers = { authorization: session.identity.authorization };
+    // Response ignored, no retry (SPEC §8); post() never throws.
+    void this.upstream.post(route.destination, route.url, INACTIVE_BODY, headers, 'inactive');
+    this.logger.debug({ msg: 'session inactive', user_id: session.identity.userId });
+  }
+
+  private announce(userId: string, status: PresenceStatus): void {
+    const atMs = Date.now();
+    for (const listener of this.listeners) listener(userId, status, atMs);
+  }
+}
