@@ -3,6 +3,7 @@ import { APP_FILTER } from '@nestjs/core';
 import { LatticeModule } from '../lattice/lattice.module';
 import { PubSubModule } from '../pubsub/pubsub.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
+import { ApiMetricsMiddleware } from './api-metrics.middleware';
 import { BackendApiFilter } from './backend-api.filter';
 import { BackendTokenMiddleware } from './backend-token.middleware';
 import { JsonBodyPipe, LatticeBodyPipe, NoBodyPipe, UserListPipe } from './body.pipes';
@@ -19,6 +20,6 @@ import { UsersController } from './users.controller';
 })
 export class BackendApiModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(BackendTokenMiddleware).forRoutes({ path: 'v1', method: RequestMethod.ALL }, { path: 'v1/*path', method: RequestMethod.ALL });
+    consumer.apply(ApiMetricsMiddleware, BackendTokenMiddleware).forRoutes({ path: 'v1', method: RequestMethod.ALL }, { path: 'v1/*path', method: RequestMethod.ALL });
   }
 }

@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { OnGatewayConnection, OnGatewayDisconnect, WebSocketGateway } from '@nestjs/websockets';
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket } from 'ws';
@@ -14,6 +15,7 @@ import { HelloService } from './hello.service';
 @WebSocketGateway()
 export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect {
   private readonly bySocket = new WeakMap<WebSocket, Connection>();
+  private readonly logger = new Logger(LatticeGateway.name);
 
   constructor(
     private readonly registry: ConnectionRegistry,
@@ -27,6 +29,10 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     socket.on('message', (data: Buffer, isBinary: boolean) => this.frames.onFrame(connection, data, isBinary));
     socket.on('pong', () => (connection.lastSeenAt = Date.now()));
     socket.on('error', () => socket.terminate());
+    socket.once('close', (code: number, reason: Buffer) => {
+      this.logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
+    });
+    this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
     this.hello.start(connection, req).catch(() => connection.close(1011, "internal_error"));
   }
 

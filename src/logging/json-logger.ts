@@ -5,6 +5,9 @@ const LEVEL_RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug
 type NestLevel = 'error' | 'warn' | 'log' | 'debug' | 'verbose' | 'fatal';
 const FROM_NEST: Record<NestLevel, LogLevel> = { fatal: 'error', error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'debug' };
 
+/** Nest's own start-up chatter: written at debug, not info. */
+const FRAMEWORK_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'WebSocketsController', 'NestFactory', 'NestApplication']);
+
 /** Where lines go; tests pass their own sink to read the output. */
 export type LogSink = (line: string) => void;
 
@@ -37,10 +40,10 @@ export class JsonLogger implements LoggerService {
   }
 
   private write(nestLevel: NestLevel, message: unknown, rest: unknown[]): void {
-    const level = FROM_NEST[nestLevel];
-    if (LEVEL_RANK[level] > this.maxRank) return;
     // Nest passes the context last; an error's stack comes before it.
     const context = typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;
+    const level = nestLevel === 'log' && context !== undefined && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : FROM_NEST[nestLevel];
+    if (LEVEL_RANK[level] > this.maxRank) return;
     const entry: Record<string, unknown> = { time: new Date().toISOString(), level, context };
     if (typeof message === 'object' && message !== null && !(message instanceof Error)) Object.assign(entry, message);
     else entry.msg = message instanceof Error ? message.message : String(message);

@@ -1,0 +1,29 @@
+# syntax=docker/dockerfile:1
+# Build stage: full dependencies, compile TypeScript.
+FROM node:22-bookworm-slim AS build
+WORKDIR /app
+COPY package.json package-lock.json ./
+RUN npm ci --no-audit --no-fund
+COPY tsconfig.json tsconfig.build.json ./
+COPY src ./src
+RUN npm run build && npm prune --omit=dev
+
+# Runtime stage: production dependencies and dist only, non-root.
+FROM node:22-bookworm-slim
+ENV NODE_ENV=production \
+    HOST=0.0.0.0 \
+    PORT=8080 \
+    BACKEND_API_HOST=0.0.0.0 \
+    BACKEND_API_PORT=8081
+WORKDIR /app
+COPY --from=build --chown=node:node /app/package.json ./
+COPY --from=build --chown=node:node /app/node_modules ./node_modules
+COPY --from=build --chown=node:node /app/dist ./dist
+COPY --chown=node:node config ./config
+USER node
+# 8080: public (WebSocket + health). 8081: internal backend API + metrics — never publish it to the internet.
+EXPOSE 8080 8081
+HEALTHCHECK --interval=10s --timeout=3s --start-period=5s --retries=3 \
+  CMD ["node", "-e", "require('http').get('http://127.0.0.1:'+(process.env.PORT||8080)+'/health/live',r=>process.exit(r.statusCode===200?0:1)).on('error',()=>process.exit(1))"]
+STOPSIGNAL SIGTERM
+CMD ["node", "dist/main.js"]

@@ -1,0 +1,19 @@
+import { endpointLabel } from './endpoint-label';
+
+describe(endpointLabel.name, () => {
+  it.each([
+    ['PUT', '/v1/connection/c1/subscriptions/a/b', 'topic_subscribe'],
+    ['DELETE', '/v1/connection/c1/subscriptions/a', 'topic_unsubscribe'],
+    ['POST', '/v1/publish/a/b?x=1', 'publish'],
+    ['PUT', '/v1/connection/c1/lattices/ns', 'lattice_subscribe'],
+    ['DELETE', '/v1/connection/c1/lattices/ns', 'lattice_unsubscribe'],
+    ['POST', '/v1/lattice/ns', 'lattice_update'],
+    ['PUT', '/v1/connection/c1/users', 'users_subscribe'],
+    ['DELETE', '/v1/connection/c1/users', 'users_unsubscribe'],
+    ['PUT', '/v1/user/u/users', 'user_users'],
+    ['GET', '/vvvv', 'unknown'],
+    ['PUT', '/v1/connection/c1/other', 'unknown'],
+  ])('labels %s %s as %s', (method, path, label) => {
+    expect(endpointLabel(method, path)).toBe(label);
+  });
+});
