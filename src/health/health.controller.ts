@@ -1,13 +1,13 @@
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
-import { DrainingHealth } from '../lifecycle/draining.health';
+import { ReadinessRegistry } from '../lifecycle/readiness.registry';
 
 /** GET /health/live and /health/ready (both listeners, SPEC §10). */
 @Controller('health')
 export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
-    private readonly draining: DrainingHealth,
+    private readonly readiness: ReadinessRegistry,
   ) {}
 
   @Get('live')
@@ -19,6 +19,6 @@ export class HealthController {
   @Get('ready')
   @HealthCheck()
   ready(): Promise<HealthCheckResult> {
-    return this.health.check([() => this.draining.check()]);
+    return this.health.check(this.readiness.all());
   }
 }

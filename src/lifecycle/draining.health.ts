@@ -1,5 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { HealthIndicatorResult, HealthIndicatorService } from '@nestjs/terminus';
+import { ReadinessRegistry } from './readiness.registry';
 import { ShutdownService } from './shutdown.service';
 
 /** Readiness: down as soon as draining starts (SPEC §10). */
@@ -8,7 +9,10 @@ export class DrainingHealth {
   constructor(
     private readonly indicators: HealthIndicatorService,
     private readonly shutdown: ShutdownService,
-  ) {}
+    readiness: ReadinessRegistry,
+  ) {
+    readiness.add(() => this.check());
+  }
 
   check(): HealthIndicatorResult {
     const indicator = this.indicators.check('accepting');
