@@ -1,0 +1,40 @@
+import { TopicIndex } from './topic-index';
+
+describe(TopicIndex.name, () => {
+  let sut: TopicIndex<string>;
+  beforeEach(() => (sut = new TopicIndex<string>()));
+
+  it('indexes a subscription both ways', () => {
+    expect(sut.add('a/b', 'c1')).toBe(true);
+    expect([...sut.subscribersOf('a/b')!]).toEqual(['c1']);
+    expect([...sut.topicsOf('c1')!]).toEqual(['a/b']);
+    expect(sut.topicCount).toBe(1);
+  });
+
+  it('reports a repeated subscription as not new', () => {
+    sut.add('t', 'c1');
+    expect(sut.add('t', 'c1')).toBe(false);
+  });
+
+  it('drops a topic with its last subscriber', () => {
+    sut.add('t', 'c1');
+    expect(sut.remove('t', 'c1')).toBe(true);
+    expect(sut.subscribersOf('t')).toBeUndefined();
+    expect(sut.topicsOf('c1')).toBeUndefined();
+    expect(sut.topicCount).toBe(0);
+  });
+
+  it('ignores removing what is not there', () => {
+    expect(sut.remove('t', 'c1')).toBe(false);
+  });
+
+  it('removes every subscription of a subscriber and keeps the others', () => {
+    sut.add('t1', 'c1');
+    sut.add('t2', 'c1');
+    sut.add('t2', 'c2');
+    expect(sut.removeSubscriber('c1').sort()).toEqual(['t1', 't2']);
+    expect(sut.subscribersOf('t1')).toBeUndefined();
+    expect([...sut.subscribersOf('t2')!]).toEqual(['c2']);
+    expect(sut.removeSubscriber('c1')).toEqual([]);
+  });
+});
