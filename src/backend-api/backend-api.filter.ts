@@ -18,7 +18,9 @@ export class BackendApiFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       // Routes that do not exist, and methods a route does not support: 404, never 405.
-      if (status === 404 || status === 405) return void res.status(404).set('Content-Length', '0').end();
+      // 400: Express could not percent-decode a path parameter (`/v1/publish/a%zz`),
+      // i.e. a path part outside its character set: 404 too (all our own 400s are BackendApiErrors).
+      if (status === 404 || status === 405 || status === 400) return void res.status(404).set('Content-Length', '0').end();
       return void res.status(status).json(exception.getResponse());
     }
     this.logger.error({ msg: 'backend API handler failed', error: exception instanceof Error ? exception.name : 'unknown' });

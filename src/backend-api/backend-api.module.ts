@@ -6,6 +6,7 @@ import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { ApiMetricsMiddleware } from './api-metrics.middleware';
 import { BackendApiFilter } from './backend-api.filter';
 import { BackendTokenMiddleware } from './backend-token.middleware';
+import { PathShapeMiddleware } from './path-shape.middleware';
 import { JsonBodyPipe, LatticeBodyPipe, NoBodyPipe, UserListPipe } from './body.pipes';
 import { LatticesController } from './lattices.controller';
 import { PublishController } from './publish.controller';
@@ -20,6 +21,6 @@ import { UsersController } from './users.controller';
 })
 export class BackendApiModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {
-    consumer.apply(ApiMetricsMiddleware, BackendTokenMiddleware).forRoutes({ path: 'v1', method: RequestMethod.ALL }, { path: 'v1/*path', method: RequestMethod.ALL });
+    consumer.apply(ApiMetricsMiddleware, BackendTokenMiddleware, PathShapeMiddleware).forRoutes({ path: 'v1', method: RequestMethod.ALL }, { path: 'v1/*path', method: RequestMethod.ALL });
   }
 }

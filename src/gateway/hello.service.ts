@@ -48,9 +48,11 @@ export class HelloService {
     if (connection.state !== 'pending') return;
     if (!outcome.ok) return this.refuse(connection, outcome.status, outcome.dataJson);
     connection.identity = outcome.identity;
-    connection.state = 'ready';
     this.registry.bindUser(connection, outcome.identity.userId);
+    // Announce the session while still pending: this connection's own status reaches it
+    // in its snapshot after hello, not as a separate push (SPEC §3).
     this.sessions.authorized(connection);
+    connection.state = 'ready';
     this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.sendHelloSequence(connection);
   }

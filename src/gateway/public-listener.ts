@@ -1,9 +1,11 @@
 import { Injectable, Logger } from '@nestjs/common';
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer } from 'ws';
+import { WebSocket, WebSocketServer } from 'ws';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { CLOSE_INVALID_PAYLOAD, CLOSE_MESSAGE_TOO_BIG, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
+import { encodeFatalError } from '../protocol/frames';
 import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
 
 /** Express (or any) request handler that serves the health routes. */
@@ -34,11 +36,12 @@ export class PublicListener {
       noServer: true,
       clientTracking: false,
       perMessageDeflate: false,
-      // ws closes frames over maxPayload with a bare 1009; we allow twice the limit so
-      // that a moderately oversized frame gets our fatal_error first (SPEC §4.1), while
-      // a huge one is still refused without buffering it.
+      // A frame up to twice the limit reaches the codec, which names its size in the
+      // fatal_error; a bigger one is refused by ws from its header, without buffering
+      // it, and GatewaySocket adds the fatal_error there (SPEC §4.1).
       maxPayload: config.limits.maxFrameBytes * 2 + 1024,
       handleProtocols: (offered: Set<string>) => (offered.has(SUBPROTOCOL) ? SUBPROTOCOL : LEGACY_SUBPROTOCOL),
+      WebSocket: socketClassFor(config.limits.maxFrameBytes),
     });
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => this.onUpgrade(req, socket, head));
     this.server.on('clientError', (_err, socket: Socket) => rejectSocket(socket, 400, 'bad request'));
@@ -95,4 +98,28 @@ function rejectSocket(socket: Socket, status: number, text: string): void {
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
+}
+
+/**
+ * ws closes by itself, with a bare code and no reason, when a message breaks
+ * its receiver checks: over `maxPayload` (1009) or invalid UTF-8 in a text
+ * frame (1007). SPEC §4.1 wants the fatal_error frame and our reason there
+ * too, so this subclass adds them. Only ws calls close() without a reason;
+ * every close of ours names one.
+ */
+function socketClassFor(maxFrameBytes: number): typeof WebSocket {
+  const fatalTexts = new Map<number, string>([
+    [CLOSE_MESSAGE_TOO_BIG, encodeFatalError('validation_error', JSON.stringify(`frame exceeds the limit of ${maxFrameBytes} bytes`))],
+    [CLOSE_INVALID_PAYLOAD, encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in a text frame'))],
+  ]);
+  return class GatewaySocket extends WebSocket {
+    override close(code?: number, data?: string | Buffer): void {
+      const fatal = code === undefined ? undefined : fatalTexts.get(code);
+      if (data === undefined && fatal !== undefined && this.readyState === WebSocket.OPEN) {
+        this.send(fatal);
+        return super.close(code, REASON_VALIDATION_ERROR);
+      }
+      super.close(code, data);
+    }
+  };
 }

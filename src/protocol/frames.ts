@@ -40,7 +40,6 @@ export function encodeResult(meta: JsonObject, bodyJson: string): string {
 export function encodeError(meta: JsonObject, kind: ErrorKind, dataJson: string, httpStatus?: number): string {
   const replyMeta: JsonObject = { ...meta, error_kind: kind };
   if (httpStatus !== undefined) replyMeta.http_error = httpStatus;
-  else delete replyMeta.http_error;
   return '["error",' + JSON.stringify(replyMeta) + ',' + dataJson + ']';
 }
 

@@ -24,6 +24,8 @@ export class RequestGate {
       return true;
     }
     if (this.waitingCount >= this.queueLimit) return false;
+    // An already-aborted signal never fires 'abort': such a waiter would never be dropped.
+    if (signal.aborted) return false;
     return new Promise<boolean>((resolve) => {
       const waiter: Waiter = { resolve, signal, isDone: false, onAbort: () => this.abandon(waiter) };
       this.waiting.push(waiter);

@@ -20,18 +20,25 @@ export interface TestGateway {
   connect(options?: Parameters<typeof WsClient.connect>[1]): Promise<WsClient>;
   /** Connect and await hello. */
   hello(options?: Parameters<typeof WsClient.connect>[1]): Promise<{ client: WsClient; hello: unknown[] }>;
+  /** The `gateway_connections` gauge read from GET /metrics (pending connections included). */
+  openConnections(): Promise<number>;
+  /** Resolve once `gateway_connections` equals `count`, within `ms`. */
+  untilOpenConnections(count: number, ms?: number): Promise<void>;
   close(): Promise<void>;
 }
+
+/** YAML text of GATEWAY_CONFIG, or a function building it from the fake upstream's base URL. */
+export type ConfigFileText = string | ((upstreamUrl: string) => string);
 
 /**
  * Start the real app through the same startGateway as main.ts, both listeners
  * on port 0, with a real fake upstream (unless UPSTREAM_URL is given).
  */
-export async function startTestGateway(env: Record<string, string> = {}, fileText?: string): Promise<TestGateway> {
+export async function startTestGateway(env: Record<string, string> = {}, fileText?: ConfigFileText): Promise<TestGateway> {
   const upstream = await FakeUpstream.start();
   const config = loadConfig(
     { HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', LOG_LEVEL: 'debug', UPSTREAM_URL: upstream.url, ...env },
-    fileText,
+    typeof fileText === 'function' ? fileText(upstream.url) : fileText,
   );
   const logs: string[] = [];
   const gateway = await startGateway(config, new JsonLogger(config.log.level, 'json', (line) => logs.push(line)));
@@ -41,19 +48,38 @@ export async function startTestGateway(env: Record<string, string> = {}, fileTex
     clients.push(value instanceof WsClient ? value : value.client);
     return value;
   };
+  const apiUrl = `http://127.0.0.1:${gateway.internalAddress.port}`;
+  const openConnections = async (): Promise<number> => {
+    const text = await (await fetch(apiUrl + '/metrics')).text();
+    const line = /^gateway_connections (\S+)$/m.exec(text);
+    if (line === null) throw new Error('gateway_connections missing from /metrics');
+    return Number(line[1]);
+  };
   return {
     gateway,
     upstream,
     wsUrl,
     publicUrl: `http://127.0.0.1:${gateway.publicAddress.port}`,
-    apiUrl: `http://127.0.0.1:${gateway.internalAddress.port}`,
+    apiUrl,
     logs,
     connect: async (options) => track(await WsClient.connect(wsUrl, options)),
     hello: async (options) => track(await WsClient.hello(wsUrl, options)),
+    openConnections,
+    untilOpenConnections: async (count, ms = 2000) => {
+      const deadline = Date.now() + ms;
+      let last = await openConnections();
+      while (last !== count) {
+        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for gateway_connections ${count} (last ${last})`);
+        await new Promise((resolve) => setTimeout(resolve, 10));
+        last = await openConnections();
+      }
+    },
     close: async () => {
       await Promise.all(clients.map((c) => c.close()));
-      await gateway.close();
+      // The upstream goes first: requests it holds ('hang') then fail at once
+      // instead of keeping the gateway's drain waiting for SHUTDOWN_GRACE.
       await upstream.close();
+      await gateway.close();
     },
   };
 }

@@ -19,3 +19,10 @@ export function within<T>(promise: Promise<T>, what: string, ms = 2000): Promise
   });
   return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
+
+/** A promise with its resolve function, e.g. to hold an upstream reply until the test releases it. */
+export function deferred<T = void>(): { promise: Promise<T>; resolve: (value: T) => void } {
+  let resolve!: (value: T) => void;
+  const promise = new Promise<T>((r) => (resolve = r));
+  return { promise, resolve };
+}

@@ -26,10 +26,12 @@ export class WsClient {
   private readonly waiters: Array<(f: Frame) => void> = [];
   private closeInfo: { code: number; reason: string } | null = null;
   private readonly closeWaiters: Array<(c: { code: number; reason: string }) => void> = [];
-  readonly protocol: string;
+  /** The subprotocol the server accepted ('' before the handshake completes). */
+  get protocol(): string {
+    return this.socket.protocol;
+  }
 
   private constructor(readonly socket: WebSocket) {
-    this.protocol = socket.protocol;
     socket.on('message', (data: Buffer) => {
       const frame = JSON.parse(data.toString('utf8')) as Frame;
       this.frames.push(frame);
@@ -86,6 +88,21 @@ export class WsClient {
 
   send(value: unknown): void {
     this.socket.send(typeof value === 'string' ? value : JSON.stringify(value));
+  }
+
+  /** Send a binary message. */
+  sendBinary(data: Buffer): void {
+    this.socket.send(data, { binary: true });
+  }
+
+  /**
+   * Ordering barrier: send a ping and await its pong. The server parses its
+   * input in order, so every message sent before has then been received.
+   */
+  flush(ms = 2000): Promise<void> {
+    const pong = new Promise<void>((resolve) => this.socket.once('pong', () => resolve()));
+    this.socket.ping();
+    return within(pong, 'a pong', ms);
   }
 
   /** Send a call and await the next frame (calls are answered in order when one at a time). */

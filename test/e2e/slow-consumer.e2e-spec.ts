@@ -1,0 +1,102 @@
+import type { Socket } from 'node:net';
+import { TestGateway, startTestGateway } from './harness/gateway';
+import { api } from './harness/http';
+import { within } from './harness/wait';
+import { WsClient } from './harness/ws-client';
+
+/** Most messages published before giving up: ~40 MiB, far beyond the loopback kernel buffers. */
+const MAX_PUBLISHES = 4000;
+const PAYLOAD = 'x'.repeat(10 * 1024);
+
+/** SPEC §9: a connection whose unsent bytes exceed CLIENT_QUEUE_MAX_BYTES is closed 1008 slow_consumer. */
+describe('slow consumer', () => {
+  let t: TestGateway;
+  beforeEach(async () => (t = await startTestGateway({ CLIENT_QUEUE_MAX_BYTES: '64KiB' })));
+  afterEach(() => t.close());
+
+  async function connect(user: string): Promise<{ client: WsClient; cid: string }> {
+    const query = `user=${user}`;
+    const { client } = await t.hello({ query });
+    const auth = await t.upstream.nextRequest(
+      (r) => r.path === '/gateway/authorize_connection' && (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query,
+    );
+    return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
+  }
+
+  async function slowConsumerCloses(): Promise<number> {
+    const text = await (await fetch(t.apiUrl + '/metrics')).text();
+    const line = /^gateway_slow_consumer_closes_total (\S+)$/m.exec(text);
+    if (line === null) throw new Error('gateway_slow_consumer_closes_total missing from /metrics');
+    return Number(line[1]);
+  }
+
+  it('closes a client that stops reading with 1008 slow_consumer while the others get every message', async () => {
+    const slow = await connect('slow');
+    const fast = await connect('fast');
+    for (const { cid } of [slow, fast]) expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/flood`)).status).toBe(204);
+    expect(await slowConsumerCloses()).toBe(0);
+
+    // The slow client stops reading: the kernel buffers fill, then the gateway's queue grows.
+    const tcp = (slow.client.socket as unknown as { _socket: Socket })._socket;
+    tcp.pause();
+
+    let published = 0;
+    while ((await slowConsumerCloses()) === 0) {
+      if (published >= MAX_PUBLISHES) throw new Error(`no slow-consumer close after ${published} messages of 10 KiB`);
+      for (const end = published + 50; published < end; published += 1) {
+        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
+      }
+    }
+    // Publishing goes on for the others after the close.
+    for (const end = published + 20; published < end; published += 1) {
+      expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
+    }
+
+    // Resume reading well within the 5 s handshake limit: the close frame is queued behind the pending frames.
+    tcp.resume();
+    expect(await slow.client.closed(6000)).toEqual({ code: 1008, reason: 'slow_consumer' });
+    // What the slow client did get is an in-order prefix of the stream.
+    const slowSeqs = slow.client.frames.slice(1).map(([type, meta, data]) => {
+      expect([type, meta]).toEqual(['message', { topic: 'flood' }]);
+      return (data as { seq: number }).seq;
+    });
+    expect(slowSeqs).toEqual(slowSeqs.map((_, i) => i));
+    expect(slowSeqs.length).toBeLessThan(published);
+
+    // The fast client got every message, in publish order (read through its queue, seq only: payloads are big).
+    const fastSeqs: unknown[] = [];
+    await within(
+      (async () => {
+        while (fastSeqs.length < published) {
+          const [type, meta, data] = await fast.client.next(5000);
+          fastSeqs.push(type === 'message' && (meta as { topic?: string }).topic === 'flood' ? (data as { seq: number }).seq : [type, meta]);
+        }
+      })(),
+      `all ${published} messages at the fast client`,
+      10000,
+    );
+    expect(fastSeqs).toEqual([...Array(published).keys()]);
+
+    await t.untilOpenConnections(1, 6000);
+    expect(await slowConsumerCloses()).toBe(1);
+    expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: '' })).status).toBe(204);
+    expect((await fast.client.next())[2]).toEqual({ seq: published, pad: '' });
+  });
+
+  it('destroys the TCP connection of a slow consumer that never completes the closing handshake', async () => {
+    const slow = await connect('slow');
+    expect((await api(t.apiUrl, 'PUT', `/v1/connection/${slow.cid}/subscriptions/flood`)).status).toBe(204);
+    const tcp = (slow.client.socket as unknown as { _socket: Socket })._socket;
+    tcp.pause();
+    let published = 0;
+    while ((await slowConsumerCloses()) === 0) {
+      if (published >= MAX_PUBLISHES) throw new Error(`no slow-consumer close after ${published} messages of 10 KiB`);
+      for (const end = published + 50; published < end; published += 1) {
+        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
+      }
+    }
+    // Never resumed: the gateway gives up on the handshake after 5 s and forgets the connection.
+    await t.untilOpenConnections(0, 7000);
+    tcp.destroy();
+  }, 20000);
+});
