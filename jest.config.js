@@ -2,6 +2,8 @@
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
 
 module.exports = {
+  // A global option: jest ignores testTimeout inside a project.
+  testTimeout: 20000,
   projects: [
     {
       displayName: 'unit',
@@ -17,7 +19,6 @@ module.exports = {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       transform: { '^.+\\.ts$': tsJest },
       setupFiles: ['reflect-metadata'],
-      testTimeout: 20000,
     },
   ],
 };

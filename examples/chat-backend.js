@@ -13,11 +13,17 @@ const http = require('node:http');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
 
-/** Start the backend; `apiUrl` is the gateway's internal listener. Resolves the http.Server. */
+/**
+ * Start the backend; resolves the listening http.Server (with `port: 0`, read
+ * the chosen port from `server.address().port`). `apiUrl` is the gateway's
+ * internal listener: a string, or a function returning it, for when the
+ * gateway is started after the backend and its port is known only then.
+ */
 function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken } = {}) {
+  const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
   const counters = new Map();
   const api = (method, path, body) =>
-    fetch(apiUrl + path, {
+    fetch(apiBase() + path, {
       method,
       headers: { ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...(apiToken ? { Authorization: `Bearer ${apiToken}` } : {}) },
       body: body === undefined ? undefined : JSON.stringify(body),

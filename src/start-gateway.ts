@@ -33,7 +33,13 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));
   const shutdown = app.get(ShutdownService);
-  shutdown.onDrain(() => publicListener.stopAccepting());
+  // stopAccepting() resolves once every public socket is gone, WebSockets included,
+  // and those are closed only at the end of the drain: awaiting it there would
+  // deadlock. The drain just starts it; close() awaits it after the clients.
+  let publicClosed: Promise<void> = Promise.resolve();
+  shutdown.onDrain(() => {
+    publicClosed = publicListener.stopAccepting();
+  });
 
   await app.listen(config.listeners.internal.port, config.listeners.internal.host);
   const internalServer = app.getHttpServer() as Server;
@@ -47,6 +53,8 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     closing ??= (async () => {
       await shutdown.drain();
       await shutdown.awaitClientsGone();
+      publicListener.server.closeAllConnections(); // health requests still open
+      await publicClosed;
       await app.close();
     })();
     return closing;

@@ -21,6 +21,7 @@ export class ClientFramesService {
   private readonly maxFrameBytes: number;
   private readonly maxEarlyBytes: number;
   private readonly counted;
+  private readonly sent;
 
   constructor(
     config: GatewayConfig,
@@ -33,6 +34,8 @@ export class ClientFramesService {
     this.maxEarlyBytes = config.limits.clientQueueMaxBytes;
     const frames = metrics.clientFrames;
     this.counted = { call: frames.labels('call'), fatal: frames.labels('fatal'), invalid: frames.labels('invalid'), internal: frames.labels('internal_error') };
+    const sent = metrics.framesSent;
+    this.sent = { result: sent.labels('result'), error: sent.labels('error'), fatal: sent.labels('fatal_error') };
   }
 
   /** One WebSocket message from `connection`. */
@@ -51,6 +54,7 @@ export class ClientFramesService {
     const call = parseClientFrame(data, isBinary, this.maxFrameBytes);
     if (isFrameFault(call)) {
       this.counted.fatal.inc();
+      this.sent.fatal.inc();
       // [fix] swindon dropped TCP silently; SPEC §4.1 answers and closes with 1007/1003/1009.
       connection.close(call.closeCode, REASON_VALIDATION_ERROR, encodeFatalError('validation_error', JSON.stringify(call.text)));
       return;
@@ -58,7 +62,7 @@ export class ClientFramesService {
     const fault = checkCall(call);
     if (fault !== null) {
       this.counted.invalid.inc();
-      connection.send(encodeError(call.meta, 'validation_error', JSON.stringify(fault.text)));
+      if (connection.send(encodeError(call.meta, 'validation_error', JSON.stringify(fault.text)))) this.sent.error.inc();
       return;
     }
     this.counted.call.inc();
@@ -73,7 +77,8 @@ export class ClientFramesService {
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
     const headers = { authorization: connection.identity!.authorization, requestId: `${connection.id}-${String(call.meta.request_id)}` };
     const response = await this.upstream.post(route.destination, route.url, body, headers, 'call');
-    connection.send(callReply(call.meta, response).frame);
+    const reply = callReply(call.meta, response);
+    if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
   }
 
   private keepEarly(connection: Connection, data: Buffer, isBinary: boolean): void {
@@ -89,6 +94,6 @@ export class ClientFramesService {
     this.counted.internal.inc();
     this.logger.error({ msg: 'frame handler failed', connection_id: connection.id, error: err instanceof Error ? err.name : 'unknown' });
     const meta = call === undefined ? {} : { request_id: call.meta.request_id };
-    connection.send(encodeError(meta, 'internal_error', 'null'));
+    if (connection.send(encodeError(meta, 'internal_error', 'null'))) this.sent.error.inc();
   }
 }

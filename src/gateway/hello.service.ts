@@ -20,6 +20,7 @@ import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 export class HelloService {
   private readonly logger = new Logger(HelloService.name);
   private readonly helloSent;
+  private readonly fatalSent;
 
   constructor(
     private readonly auth: AuthService,
@@ -31,6 +32,7 @@ export class HelloService {
     metrics: GatewayMetrics,
   ) {
     this.helloSent = metrics.framesSent.labels('hello');
+    this.fatalSent = metrics.framesSent.labels('fatal_error');
   }
 
   /** Authorize `connection` and, when the backend agrees, run the hello sequence. */
@@ -73,5 +75,6 @@ export class HelloService {
     connection.earlyFrames.length = 0;
     connection.earlyMessages.length = 0;
     connection.close(backendErrorCloseCode(status), REASON_BACKEND_ERROR, encodeFatalError('http_error', dataJson, status));
+    this.fatalSent.inc();
   }
 }

@@ -18,3 +18,23 @@ export async function api(baseUrl: string, method: string, path: string, body?: 
   const text = await res.text();
   return { status: res.status, text, headers: res.headers, json: () => JSON.parse(text) };
 }
+
+/**
+ * Re-send `GET url` until it answers `status`, within `ms`. A refused connection
+ * fails at once: the listener is gone, so the status will never come.
+ */
+export async function untilStatus(url: string, status: number, ms = 2000): Promise<ApiResponse> {
+  const deadline = Date.now() + ms;
+  for (;;) {
+    let res: Response;
+    try {
+      res = await fetch(url);
+    } catch (err) {
+      throw new Error(`GET ${url} failed while waiting for ${status}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+    }
+    const text = await res.text();
+    if (res.status === status) return { status: res.status, text, headers: res.headers, json: () => JSON.parse(text) };
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for GET ${url} to answer ${status} (last ${res.status})`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}
