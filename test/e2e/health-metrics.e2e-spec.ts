@@ -10,11 +10,6 @@ describe('health and metrics (SPEC §10)', () => {
 
   const scrape = (): Promise<MetricsText> => scrapeMetrics(t.apiUrl);
 
-  async function connectionIdOf(): Promise<string> {
-    const auth = await t.upstream.requestTo('/gateway/authorize_connection');
-    return (auth.body as [{ connection_id: string }])[0].connection_id;
-  }
-
   describe('health', () => {
     it.each([
       ['public', '/health/live'],
@@ -64,7 +59,7 @@ describe('health and metrics (SPEC §10)', () => {
       expect(before.value('gateway_topics')).toBe(0);
 
       const { client } = await t.hello({ query: `user=${user}` });
-      const cid = await connectionIdOf();
+      const cid = await t.connectionIdOf();
       const connected = await scrape();
       expect(connected.value('gateway_connections')).toBe(1);
       expect(connected.value('gateway_connections_opened_total')).toBe(before.value('gateway_connections_opened_total') + 1);

@@ -13,18 +13,8 @@ describe('lattices', () => {
   let barriers = 0;
 
   /** The cid of the connection whose authorization carried `query` (SPEC §3: the backend learns it there). */
-  async function cidOf(query: string): Promise<string> {
-    const auth = await t.upstream.nextRequest(
-      (r) => r.path === AUTHORIZE && (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query,
-    );
-    return (auth.body as [{ connection_id: string }])[0].connection_id;
-  }
-
   /** A client past hello, with its cid. `query` defaults to `user=<user>`. */
-  async function connect(user: string, query = `user=${user}`): Promise<{ client: WsClient; cid: string }> {
-    const { client } = await t.hello({ query });
-    return { client, cid: await cidOf(query) };
-  }
+  const connect = (user: string, query?: string): Promise<{ client: WsClient; cid: string }> => t.helloAs(user, query);
 
   async function subscribe(cid: string, body: unknown, namespace = 'my/ns'): Promise<void> {
     const res = await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/${namespace}`, body);
@@ -238,7 +228,7 @@ describe('lattices', () => {
         return { json: { user_id: 'alice' } };
       });
       const client = await t.connect({ query: 'user=alice' });
-      const cid = await cidOf('user=alice');
+      const cid = await t.connectionIdOf('user=alice');
       // A client call sent before hello is processed right after it.
       client.send(['early.call', { request_id: 'e1' }, [], {}]);
       expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/t`)).status).toBe(204);
@@ -274,7 +264,7 @@ describe('lattices', () => {
         return { status: 403, json: { reason: 'no' } };
       });
       const client = await t.connect({ query: 'user=alice' });
-      const cid = await cidOf('user=alice');
+      const cid = await t.connectionIdOf('user=alice');
       await subscribe(cid, { private: { alice: { room1: { last_seen_counter: 1 } } } });
       gate.resolve();
       expect(await client.next()).toEqual(['fatal_error', { error_kind: 'http_error', http_error: 403 }, { reason: 'no' }]);

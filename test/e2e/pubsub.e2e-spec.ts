@@ -6,14 +6,9 @@ describe('pub/sub', () => {
   beforeEach(async () => (t = await startTestGateway()));
   afterEach(() => t.close());
 
-  async function connectionIdOf(): Promise<string> {
-    const auth = await t.upstream.requestTo('/gateway/authorize_connection');
-    return (auth.body as [{ connection_id: string }])[0].connection_id;
-  }
-
   it('delivers a publish to a subscribed client with the dotted topic', async () => {
     const { client } = await t.hello();
-    const cid = await connectionIdOf();
+    const cid = await t.connectionIdOf();
     expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room/1`)).status).toBe(204);
     const res = await api(t.apiUrl, 'POST', '/v1/publish/room/1', { text: 'hi' });
     expect(res.status).toBe(204);
@@ -29,7 +24,7 @@ describe('pub/sub', () => {
       return { json: { user_id: 'u1' } };
     });
     const client = await t.connect();
-    const cid = await connectionIdOf();
+    const cid = await t.connectionIdOf();
     await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/t`);
     await api(t.apiUrl, 'POST', '/v1/publish/t', 1);
     await api(t.apiUrl, 'POST', '/v1/publish/t', 2);

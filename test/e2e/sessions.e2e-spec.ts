@@ -16,17 +16,7 @@ describe('sessions and inactivity', () => {
   let t: TestGateway;
   afterEach(() => t.close());
 
-  async function cidOf(query: string): Promise<string> {
-    const auth = await t.upstream.nextRequest(
-      (r) => r.path === '/gateway/authorize_connection' && (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query,
-    );
-    return (auth.body as [{ connection_id: string }])[0].connection_id;
-  }
-
-  async function connect(user: string, query = `user=${user}`): Promise<{ client: WsClient; cid: string }> {
-    const { client } = await t.hello({ query });
-    return { client, cid: await cidOf(query) };
-  }
+  const connect = (user: string, query?: string): Promise<{ client: WsClient; cid: string }> => t.helloAs(user, query);
 
   /** The next session_inactive request that speaks for `user` (default auth answer `{user_id}`), within `ms`. */
   function inactiveNoticeOf(user: string, ms: number): Promise<RecordedRequest> {

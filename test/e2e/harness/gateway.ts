@@ -20,6 +20,10 @@ export interface TestGateway {
   connect(options?: Parameters<typeof WsClient.connect>[1]): Promise<WsClient>;
   /** Connect and await hello. */
   hello(options?: Parameters<typeof WsClient.connect>[1]): Promise<{ client: WsClient; hello: unknown[] }>;
+  /** The connection id of the next authorization request (with this raw query string, when given). */
+  connectionIdOf(query?: string): Promise<string>;
+  /** Connect as `user` (query `user=<user>` unless given), await hello, and learn the connection id. */
+  helloAs(user: string, query?: string): Promise<{ client: WsClient; cid: string }>;
   /** The `gateway_connections` gauge read from GET /metrics (pending connections included). */
   openConnections(): Promise<number>;
   /** Resolve once `gateway_connections` equals `count`, within `ms`. */
@@ -64,6 +68,11 @@ export async function startTestGateway(env: Record<string, string> = {}, fileTex
     logs,
     connect: async (options) => track(await WsClient.connect(wsUrl, options)),
     hello: async (options) => track(await WsClient.hello(wsUrl, options)),
+    connectionIdOf: (query) => connectionIdOf(upstream, query),
+    helloAs: async (user, query = `user=${user}`) => {
+      const { client } = track(await WsClient.hello(wsUrl, { query }));
+      return { client, cid: await connectionIdOf(upstream, query) };
+    },
     openConnections,
     untilOpenConnections: async (count, ms = 2000) => {
       const deadline = Date.now() + ms;
@@ -82,4 +91,13 @@ export async function startTestGateway(env: Record<string, string> = {}, fileTex
       await gateway.close();
     },
   };
+}
+
+async function connectionIdOf(upstream: FakeUpstream, query?: string): Promise<string> {
+  const auth = await upstream.nextRequest(
+    (r) =>
+      r.path.endsWith('/gateway/authorize_connection') &&
+      (query === undefined || (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query),
+  );
+  return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
