@@ -62,9 +62,14 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   return { app, publicAddress, internalAddress, close };
 }
 
-/** SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported method. */
+/**
+ * SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported
+ * method, and so does a path with raw bytes outside the allowed sets.
+ */
+const NOT_FOUND_PARSE_ERRORS = new Set(['HPE_INVALID_METHOD', 'HPE_INVALID_URL']);
+
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) return void socket.destroy();
-  const status = err.code === 'HPE_INVALID_METHOD' ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  const status = NOT_FOUND_PARSE_ERRORS.has(err.code ?? '') ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

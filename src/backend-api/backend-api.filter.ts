@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
-import type { Response } from 'express';
+import type { Request, Response } from 'express';
 import { BackendApiError } from './backend-api.error';
+import { BackendTokenMiddleware } from './backend-token.middleware';
 
 /**
  * The internal listener's only error writer (SPEC §5): 404/403/401 with an
@@ -11,6 +12,8 @@ import { BackendApiError } from './backend-api.error';
 export class BackendApiFilter implements ExceptionFilter {
   private readonly logger = new Logger(BackendApiFilter.name);
 
+  constructor(private readonly token: BackendTokenMiddleware) {}
+
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
     if (res.headersSent) return;
@@ -18,9 +21,12 @@ export class BackendApiFilter implements ExceptionFilter {
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       // Routes that do not exist, and methods a route does not support: 404, never 405.
-      // 400: Express could not percent-decode a path parameter (`/v1/publish/a%zz`),
-      // i.e. a path part outside its character set: 404 too (all our own 400s are BackendApiErrors).
-      if (status === 404 || status === 405 || status === 400) return void res.status(404).set('Content-Length', '0').end();
+      if (status === 404 || status === 405) return void res.status(404).set('Content-Length', '0').end();
+      // Express could not percent-decode a path parameter (`/v1/publish/a%zz`): a path part
+      // outside its character set, so 404 (our own 400s are BackendApiErrors). Express fails
+      // while matching the token middleware's route, before it ran: check the token here (401 first).
+      if (status === 400) return writeApiError(res, new BackendApiError(this.token.allows(host.switchToHttp().getRequest<Request>()) ? 404 : 401));
+      // Anything else (e.g. terminus' 503 on /health/ready) keeps its own body: no /v1 route throws one.
       return void res.status(status).json(exception.getResponse());
     }
     this.logger.error({ msg: 'backend API handler failed', error: exception instanceof Error ? exception.name : 'unknown' });

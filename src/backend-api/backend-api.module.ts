@@ -17,7 +17,7 @@ import { UsersController } from './users.controller';
 @Module({
   imports: [PubSubModule, LatticeModule, UsersLatticeModule],
   controllers: [SubscriptionsController, PublishController, LatticesController, UsersController],
-  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe],
+  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendTokenMiddleware, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe],
 })
 export class BackendApiModule implements NestModule {
   configure(consumer: MiddlewareConsumer): void {

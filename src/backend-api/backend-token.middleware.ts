@@ -19,8 +19,13 @@ export class BackendTokenMiddleware implements NestMiddleware {
   }
 
   use(req: Request, res: Response, next: NextFunction): void {
-    if (this.expected === null || this.isAuthorized(req.headers.authorization)) return next();
+    if (this.allows(req)) return next();
     res.status(401).set({ 'WWW-Authenticate': 'Bearer', 'Content-Length': '0' }).end();
+  }
+
+  /** No token configured, or the request carries it. */
+  allows(req: Request): boolean {
+    return this.expected === null || this.isAuthorized(req.headers.authorization);
   }
 
   private isAuthorized(header: string | undefined): boolean {

@@ -6,6 +6,13 @@ import { isValidUserId } from '../protocol/identifiers';
 import { badRequest } from './backend-api.error';
 import { RawBody, readBody } from './raw-body';
 
+/**
+ * Deepest lattice content accepted (body root = 1). Deeper values (a `_register`
+ * holding `[[[[…]]]]` a few thousand levels deep) overflowed the stack in the
+ * CRDT merge / frame encoding: a RangeError and a 500 instead of a 400.
+ */
+export const MAX_LATTICE_DEPTH = 128;
+
 const JSON_CONTENT_TYPE = /^application\/json\s*(;\s*charset\s*=\s*"?utf-8"?\s*)?$/i;
 const utf8 = new TextDecoder('utf-8', { fatal: true });
 
@@ -42,7 +49,9 @@ export class LatticeBodyPipe implements PipeTransform<Request, Promise<LatticeBo
   constructor(private readonly json: JsonBodyPipe) {}
 
   async transform(req: Request): Promise<LatticeBody> {
-    const result = parseLatticeBody((await this.json.transform(req)).value);
+    const { value } = await this.json.transform(req);
+    if (nestedDeeperThan(value, MAX_LATTICE_DEPTH)) throw badRequest('invalid_lattice', `body: nested deeper than ${MAX_LATTICE_DEPTH} levels`);
+    const result = parseLatticeBody(value);
     if (!result.ok) throw badRequest('invalid_lattice', result.message);
     return result.value;
   }
@@ -80,6 +89,18 @@ function jsonBodyOf(body: RawBody): JsonBody {
   } catch (err) {
     throw badRequest('invalid_json', 'body is not valid JSON: ' + (err as Error).message);
   }
+}
+
+/** Whether arrays/objects nest deeper than `limit` levels; iterative, so any depth is safe to ask about. */
+function nestedDeeperThan(root: unknown, limit: number): boolean {
+  const pending: Array<[unknown, number]> = [[root, 1]];
+  for (let next = pending.pop(); next !== undefined; next = pending.pop()) {
+    const [value, depth] = next;
+    if (typeof value !== 'object' || value === null) continue;
+    if (depth > limit) return true;
+    for (const child of Array.isArray(value) ? value : Object.values(value)) pending.push([child, depth + 1]);
+  }
+  return false;
 }
 
 function hasBom(bytes: Buffer): boolean {
