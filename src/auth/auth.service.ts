@@ -29,7 +29,7 @@ export class AuthService {
     const route = this.routes.tableFor(connection.handler).route(AUTHORIZE_METHOD);
     const kwargs = { http_cookie: request.cookie, http_authorization: request.authorization, url_querystring: request.queryString };
     const body = JSON.stringify([{ connection_id: connection.id }, [], kwargs]);
-    const response = await this.upstream.post(route.destination, route.url, body, { requestId: `${connection.id}-auth` }, 'auth');
+    const response = await this.upstream.post(route, body, { requestId: `${connection.id}-auth` }, 'auth');
     const outcome = authOutcome(response);
     this.metrics.auth.labels(outcome.ok ? 'ok' : String(outcome.status)).inc();
     if (!outcome.ok) {

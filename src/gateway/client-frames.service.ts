@@ -76,7 +76,7 @@ export class ClientFramesService {
     // SPEC §4.2: the server's connection_id overrides a client-sent one.
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
     const headers = { authorization: connection.identity!.authorization, requestId: `${connection.id}-${String(call.meta.request_id)}` };
-    const response = await this.upstream.post(route.destination, route.url, body, headers, 'call');
+    const response = await this.upstream.post(route, body, headers, 'call');
     const reply = callReply(call.meta, response);
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
   }

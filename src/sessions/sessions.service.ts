@@ -126,7 +126,7 @@ export class SessionsService implements OnModuleDestroy {
     const route = this.routes.tableFor(session.handler).route(SESSION_INACTIVE_METHOD);
     const headers = { authorization: session.identity.authorization };
     // Response ignored, no retry (SPEC §8); post() never throws.
-    void this.upstream.post(route.destination, route.url, INACTIVE_BODY, headers, 'inactive');
+    void this.upstream.post(route, INACTIVE_BODY, headers, 'inactive');
     this.logger.debug({ msg: 'session inactive', user_id: session.identity.userId });
   }
 

@@ -1,16 +1,20 @@
 import { Destination, Handler } from '../config/gateway-config';
 import { methodToPath } from '../protocol/identifiers';
 
-/** Where one method goes: the destination and the URL to POST to. */
+/** Where one method goes: the destination, the URL to POST to, and that URL's path. */
 export interface Route {
   readonly destination: Destination;
   readonly url: string;
+  /** Path and nothing else (`/api/chat/send`), for the HTTP request line. */
+  readonly path: string;
 }
 
 interface Target {
   readonly destination: Destination;
   /** destination url + handler path prefix, computed once. */
   readonly urlPrefix: string;
+  /** destination url's path + handler path prefix, computed once. */
+  readonly pathPrefix: string;
 }
 
 /**
@@ -28,7 +32,8 @@ export class RouteTable {
     for (const [pattern, route] of handler.messageHandlers) {
       const destination = destinations.get(route.destination);
       if (!destination) throw new Error(`handler ${handler.name}: unknown destination ${route.destination}`);
-      const target = { destination, urlPrefix: destination.url + route.pathPrefix };
+      const basePath = new URL(destination.url).pathname.replace(/\/+$/, '');
+      const target = { destination, urlPrefix: destination.url + route.pathPrefix, pathPrefix: basePath + route.pathPrefix };
       if (pattern === '*') fallback = target;
       else if (pattern.endsWith('.*')) this.globs.push({ prefix: pattern.slice(0, -1), target });
       else this.exact.set(pattern, target);
@@ -41,7 +46,8 @@ export class RouteTable {
   /** The route of `method` (a dotted name; `gateway.*` names are routed like any other). */
   route(method: string): Route {
     const target = this.targetOf(method);
-    return { destination: target.destination, url: target.urlPrefix + methodToPath(method) };
+    const methodPath = methodToPath(method);
+    return { destination: target.destination, url: target.urlPrefix + methodPath, path: target.pathPrefix + methodPath };
   }
 
   private targetOf(method: string): Target {

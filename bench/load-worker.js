@@ -1,0 +1,303 @@
+'use strict';
+// One load-generator process, forked by bench/run.js (several of them share the
+// sockets: one process cannot drive 10k). It holds `ws` client connections and
+// answers the driver's commands over IPC: {id, cmd, ...} → {id, ...result}.
+//
+// Frames are counted, not parsed: only 1 in `sampleEvery` is parsed, to read
+// the send timestamp `t` (epoch ms, performance.timeOrigin + performance.now(),
+// comparable across processes on one machine) embedded by the sender.
+//
+// Commands:
+//   open    {url, api, count, offset, concurrency, userPrefix, topic?, lattice?, ipBase, timeoutMs}
+//           open `count` connections (users <userPrefix><offset+i>), wait for hello (whose auth
+//           object carries the cid), then PUT the topic subscription / lattice subscription.
+//   expect  {perConn, sampleEvery}      zero the counters; frames from now on are counted
+//   wait    {timeoutMs}                 resolve when every connection got perConn frames (or timeout)
+//   rpc     {inflight, durationMs, sampleEvery}  closed-loop echo calls on every connection
+//   direct  {url, inflight, maxSockets, durationMs, authorization}  POST /echo straight to the upstream (the limit)
+//   close   {}                          terminate every socket
+
+const http = require('node:http');
+const { performance } = require('node:perf_hooks');
+const WebSocket = require('ws');
+
+const SUBPROTOCOL = 'v1.gateway-lattice+json';
+const WORKER = Number(process.env.BENCH_WORKER_INDEX || 0);
+const now = () => performance.timeOrigin + performance.now();
+const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
+const apiAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
+const PAD = 'x'.repeat(40);
+
+/** Ready connections: {ws, cid, user, n, seq, out}. */
+const conns = [];
+let unexpectedCloses = 0;
+let isClosing = false;
+
+// Frame accounting (all modes).
+let received = 0;
+let expectedTotal = 0;
+let perConnExpected = 0;
+let sampleEvery = 0;
+let countdown = 0;
+let samples = [];
+let lastAt = 0;
+let waiter = null;
+
+// rpc mode
+let isRpc = false;
+let rpcRunning = false;
+let rpcOk = 0;
+let rpcErrors = 0;
+
+function onFrame(conn, data) {
+  received++;
+  conn.n++;
+  lastAt = now();
+  if (isRpc) return onReply(conn, data);
+  if (sampleEvery > 0 && --countdown <= 0) {
+    countdown = sampleEvery;
+    const t = JSON.parse(data)[2].t;
+    if (typeof t === 'number') samples.push(lastAt - t);
+  }
+  if (received === expectedTotal && waiter !== null) waiter();
+}
+
+// ---- open -----------------------------------------------------------------
+
+function httpCall(method, url, body) {
+  return new Promise((resolve) => {
+    const headers = body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
+    const req = http.request(url, { method, agent: apiAgent, headers }, (res) => {
+      res.resume();
+      res.on('end', () => resolve(res.statusCode));
+    });
+    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
+    req.on('error', () => resolve(0));
+    req.end(body);
+  });
+}
+
+function openOne(o, index) {
+  const user = o.userPrefix + index;
+  // Spread source addresses over 127/8 so tens of thousands of sockets never run out of ports.
+  const localAddress = `127.${o.ipBase}.${WORKER + 1}.${(index % 200) + 1}`;
+  const startedAt = now();
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${o.url}?user=${user}`, SUBPROTOCOL, {
+      perMessageDeflate: false,
+      skipUTF8Validation: true,
+      handshakeTimeout: o.timeoutMs,
+      localAddress,
+    });
+    let conn = null;
+    const fail = (why) => {
+      if (conn === null) {
+        conn = false;
+        ws.terminate();
+        resolve({ ok: false, why });
+      }
+    };
+    ws.on('error', (err) => fail(err.code || err.message));
+    ws.on('close', () => {
+      if (conn && !isClosing) unexpectedCloses++;
+      else fail('closed before hello');
+    });
+    ws.once('message', async (data) => {
+      const frame = JSON.parse(data);
+      if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string') return fail('not hello: ' + String(data).slice(0, 80));
+      const helloAt = now();
+      const c = { ws, cid: frame[2].cid, user, n: 0, seq: 0, out: 0 };
+      ws.on('message', (d) => onFrame(c, d));
+      if (o.topic) {
+        const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`);
+        if (status !== 204) return fail('subscribe status ' + status);
+      }
+      if (o.lattice) {
+        const body = JSON.stringify({ shared: o.lattice.shared, private: { [user]: o.lattice.private } });
+        const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/lattices/${o.lattice.namespace}`, body);
+        if (status !== 204) return fail('lattice status ' + status);
+      }
+      if (conn === false) return;
+      conn = c;
+      conns.push(c);
+      resolve({ ok: true, startedAt, helloAt, readyAt: now() });
+    });
+  });
+}
+
+async function open(o) {
+  let next = 0;
+  let failed = 0;
+  const whys = {};
+  const helloMs = [];
+  let firstAt = Infinity;
+  let lastReadyAt = 0;
+  let lastHelloAt = 0;
+  const lane = async () => {
+    while (next < o.count) {
+      const r = await openOne(o, o.offset + next++);
+      if (!r.ok) {
+        failed++;
+        whys[r.why] = (whys[r.why] || 0) + 1;
+        continue;
+      }
+      firstAt = Math.min(firstAt, r.startedAt);
+      lastHelloAt = Math.max(lastHelloAt, r.helloAt);
+      lastReadyAt = Math.max(lastReadyAt, r.readyAt);
+      helloMs.push(r.helloAt - r.startedAt);
+    }
+  };
+  await Promise.all(Array.from({ length: Math.min(o.concurrency, o.count) }, lane));
+  return { opened: o.count - failed, failed, whys, firstAt, lastHelloAt, lastReadyAt, helloMs };
+}
+
+// ---- counting -------------------------------------------------------------
+
+function expect(o) {
+  received = 0;
+  for (const c of conns) c.n = 0;
+  perConnExpected = o.perConn;
+  expectedTotal = o.perConn * conns.length;
+  sampleEvery = o.sampleEvery || 0;
+  countdown = sampleEvery;
+  samples = [];
+  lastAt = 0;
+  return { connections: conns.length, expectedTotal };
+}
+
+async function wait(o) {
+  if (received < expectedTotal) {
+    await new Promise((resolve) => {
+      const timer = setTimeout(resolve, o.timeoutMs);
+      waiter = () => {
+        clearTimeout(timer);
+        resolve();
+      };
+    });
+    waiter = null;
+  }
+  // A short grace to notice duplicates/extra frames after the expected count.
+  await sleep(50);
+  let short = 0;
+  let extra = 0;
+  for (const c of conns) {
+    if (c.n < perConnExpected) short += perConnExpected - c.n;
+    else if (c.n > perConnExpected) extra += c.n - perConnExpected;
+  }
+  return { received, expectedTotal, short, extra, lastAt, samples, unexpectedCloses };
+}
+
+// ---- rpc ------------------------------------------------------------------
+
+function rpcSend(c) {
+  c.out++;
+  c.ws.send('["echo",{"request_id":' + ++c.seq + '},[{"t":' + now() + ',"pad":"' + PAD + '"}],{}]');
+}
+
+function onReply(c, data) {
+  c.out--;
+  // `["result",` vs `["error",`: the third byte tells them apart without parsing.
+  if (data[2] === 0x72) rpcOk++;
+  else rpcErrors++;
+  if (sampleEvery > 0 && --countdown <= 0) {
+    countdown = sampleEvery;
+    const frame = JSON.parse(data);
+    if (frame[0] === 'result') samples.push(lastAt - frame[2][0].t);
+  }
+  if (rpcRunning) rpcSend(c);
+}
+
+async function rpc(o) {
+  isRpc = true;
+  rpcOk = rpcErrors = 0;
+  samples = [];
+  sampleEvery = o.sampleEvery;
+  countdown = sampleEvery;
+  rpcRunning = true;
+  const startedAt = now();
+  for (const c of conns) for (let i = 0; i < o.inflight; i++) rpcSend(c);
+  await sleep(o.durationMs);
+  rpcRunning = false;
+  const elapsedMs = now() - startedAt;
+  const calls = rpcOk + rpcErrors;
+  const ok = rpcOk;
+  const errors = rpcErrors;
+  const drainUntil = Date.now() + 10_000;
+  while (conns.some((c) => c.out > 0) && Date.now() < drainUntil) await sleep(10);
+  const lost = conns.reduce((sum, c) => sum + c.out, 0);
+  for (const c of conns) c.out = 0;
+  isRpc = false;
+  return { calls, ok, errors, lost, elapsedMs, samples };
+}
+
+/** The limit: the same echo straight to the upstream over HTTP keep-alive, closed loop. */
+async function direct(o) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: o.maxSockets || o.inflight });
+  const url = new URL(o.url);
+  let calls = 0;
+  let errors = 0;
+  let running = true;
+  const lat = [];
+  let k = 0;
+  const one = () =>
+    new Promise((resolve) => {
+      const t = now();
+      const body = '[{"request_id":' + k++ + ',"connection_id":"bench0000000000000000"},[{"t":' + t + ',"pad":"' + PAD + '"}],{}]';
+      const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: o.authorization };
+      const req = http.request({ host: url.hostname, port: url.port, path: '/echo', method: 'POST', agent, headers }, (res) => {
+        const chunks = [];
+        res.on('data', (c) => chunks.push(c));
+        res.on('end', () => {
+          JSON.parse(Buffer.concat(chunks).toString());
+          if (res.statusCode === 200) calls++;
+          else errors++;
+          if (calls % o.sampleEvery === 0) lat.push(now() - t);
+          resolve();
+        });
+      });
+      req.on('error', () => {
+        errors++;
+        resolve();
+      });
+      req.end(body);
+    });
+  const lane = async () => {
+    while (running) await one();
+  };
+  const startedAt = now();
+  const lanes = Array.from({ length: o.inflight }, lane);
+  await sleep(o.durationMs);
+  running = false;
+  const elapsedMs = now() - startedAt;
+  const done = calls;
+  await Promise.all(lanes);
+  agent.destroy();
+  return { calls: done, errors, lost: 0, elapsedMs, samples: lat };
+}
+
+// ---- IPC ------------------------------------------------------------------
+
+const commands = {
+  open,
+  expect,
+  wait,
+  rpc,
+  direct,
+  close() {
+    isClosing = true;
+    for (const c of conns) c.ws.terminate();
+    conns.length = 0;
+    return {};
+  },
+};
+
+process.on('message', (msg) => {
+  const command = commands[msg.cmd];
+  Promise.resolve()
+    .then(() => command(msg))
+    .then(
+      (result) => process.send({ ...result, id: msg.id }),
+      (err) => process.send({ id: msg.id, error: String(err && err.stack) }),
+    );
+});
+process.on('disconnect', () => process.exit(0));

@@ -1,0 +1,250 @@
+'use strict';
+// Benchmark driver: `npm run bench [-- --full] [-- --check] [-- --only rpc,fanout] [-- --cpu-prof]`.
+// For each scenario it starts, per target (the baseline, then the gateway),
+// a fresh upstream, the server and the load workers, measures, and stops them.
+// Prints a table of absolute figures with gateway ÷ baseline ratios, writes
+// bench/results/<timestamp>.json and .md. See bench/README.md.
+
+const fs = require('node:fs');
+const os = require('node:os');
+const path = require('node:path');
+const { spawnSync } = require('node:child_process');
+const { BENCH, stopAll, killAllNow, setPlacement } = require('./lib/stack');
+const { textTable, markdownTable } = require('./lib/report');
+const { run, rows } = require('./scenarios');
+const { summarize } = require('./profile-summary');
+const { summarizeHeap } = require('./heap-summary');
+
+const PROFILES = {
+  quick: {
+    workers: 4,
+    timeLimitMs: 300_000,
+    connect: [{ label: 'connect 5k', warmup: 200, count: 5000, rounds: 5, concurrency: 16 }],
+    rpc: [{ label: 'rpc 50 conns', connections: 50, inflights: [1, 8], warmupMs: 500, durationMs: 5000, rounds: 5 }],
+    fanout: [{ label: 'fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, afap: { count: 600, inflight: 4 } }],
+    lattice: [{ label: 'lattice 1k', n: 1000, warmup: 10, updates: 400, rounds: 5, inflight: 4 }],
+    idle: [{ label: 'idle 5k', n: 5000 }],
+  },
+  full: {
+    workers: 4,
+    timeLimitMs: 1_800_000,
+    connect: [{ label: 'connect 10k', warmup: 500, count: 10_000, rounds: 5, concurrency: 16 }],
+    rpc: [{ label: 'rpc 50 conns', connections: 50, inflights: [1, 8], warmupMs: 2000, durationMs: 10_000, rounds: 5 }],
+    fanout: [
+      { label: 'fanout 1k', n: 1000, warmup: 50, rounds: 5, paced: { rate: 40, count: 200 }, afap: { count: 2000, inflight: 4 } },
+      { label: 'fanout 10k', n: 10_000, warmup: 10, rounds: 5, paced: { rate: 4, count: 40 }, afap: { count: 300, inflight: 4 } },
+    ],
+    lattice: [{ label: 'lattice 1k', n: 1000, warmup: 20, updates: 1000, rounds: 5, inflight: 4 }],
+    idle: [
+      { label: 'idle 10k', n: 10_000 },
+      { label: 'idle 20k', n: 20_000 },
+    ],
+  },
+};
+const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle'];
+
+function parseArgs(argv) {
+  const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false };
+  for (let i = 0; i < argv.length; i++) {
+    const a = argv[i];
+    if (a === '--full') args.profile = 'full';
+    else if (a === '--quick') args.profile = 'quick';
+    else if (a === '--check') args.check = true;
+    else if (a === '--cpu-prof') args.cpuProfile = true;
+    else if (a === '--pin') args.pin = true;
+    else if (a === '--no-pin') args.pin = false;
+    else if (a === '--only') args.only = (argv[++i] || '').split(',').filter(Boolean);
+    else if (a.startsWith('--only=')) args.only = a.slice(7).split(',').filter(Boolean);
+    else if (a === '--workers') args.workers = Number(argv[++i]);
+    else if (a === '--help' || a === '-h') {
+      process.stdout.write(
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle] [--cpu-prof] [--pin] [--workers N]\n' +
+          '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
+          '  --check     exit 1 when a target of issue 6 is missed (or a scenario was skipped)\n' +
+          '  --only      run only these scenarios\n' +
+          '  --cpu-prof  CPU-profile both servers during the measured rounds and heap-snapshot them in idle;\n' +
+          '              summaries are printed, files go to bench/results/prof-<timestamp>/\n' +
+          '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +
+          '  --workers   load-generator processes (default 4)\n',
+      );
+      process.exit(0);
+    } else {
+      process.stderr.write(`bench: unknown argument ${a} (try --help)\n`);
+      process.exit(2);
+    }
+  }
+  for (const name of args.only || []) {
+    if (!ORDER.includes(name)) {
+      process.stderr.write(`bench: unknown scenario "${name}"; scenarios: ${ORDER.join(', ')}\n`);
+      process.exit(2);
+    }
+  }
+  return args;
+}
+
+/** Open files one process needs for one scenario config (server: every socket; worker: its share). */
+function filesFor(name, cfg, workers) {
+  const n = name === 'connect' ? Math.ceil((cfg.count * (cfg.rounds + 1)) / cfg.rounds) + cfg.warmup : name === 'rpc' ? cfg.connections : cfg.n;
+  return { n, files: Math.max(n + 1024, Math.ceil(n / workers) + 256) };
+}
+
+function fileLimits() {
+  const out = spawnSync('sh', ['-c', 'ulimit -n; ulimit -Hn'], { encoding: 'utf8' }).stdout.trim().split('\n');
+  const parse = (s) => (s === 'unlimited' ? Infinity : Number(s));
+  return { soft: parse(out[0]), hard: parse(out[1]) };
+}
+
+/**
+ * Make sure the children can open enough files: when `ulimit -n` is below what
+ * the plan needs, re-exec under a raised soft limit (up to the hard limit, or
+ * beyond it when the OS allows). Returns the limit the run has; configs that
+ * need more are skipped with a clear message (see tooManyFiles).
+ */
+function ensureFileLimit(plan, workers) {
+  const need = Math.max(...plan.flatMap(([name, configs]) => configs.map((c) => filesFor(name, c, workers).files)));
+  const { soft, hard } = fileLimits();
+  if (soft >= need || process.env.BENCH_FD_RAISED) return soft;
+  for (const target of [need, Math.min(need, hard)]) {
+    if (target <= soft) continue;
+    const raised = spawnSync('sh', ['-c', `ulimit -n ${target} 2>/dev/null || exit 97; exec "$0" "$@"`, process.execPath, __filename, ...process.argv.slice(2)], {
+      stdio: 'inherit',
+      env: { ...process.env, BENCH_FD_RAISED: String(target) },
+    });
+    if (raised.status !== 97) process.exit(raised.status ?? 1);
+  }
+  return soft;
+}
+
+function tooManyFiles(name, cfg, workers, limit) {
+  const { n, files } = filesFor(name, cfg, workers);
+  if (files <= limit) return null;
+  return (
+    `${cfg.label}: skipped: ${n.toLocaleString('en-US')} connections need about ${files} open files per process, but \`ulimit -n\` is ${limit}` +
+    ` (hard limit ${fileLimits().hard}). Raise it before running (e.g. \`ulimit -n 65536\`; beyond the hard limit needs root with` +
+    ` CAP_SYS_RESOURCE, or /etc/security/limits.conf).`
+  );
+}
+
+function planFor(args) {
+  const profile = PROFILES[args.profile];
+  return ORDER.filter((name) => args.only === null || args.only.includes(name)).map((name) => [name, profile[name]]);
+}
+
+function machine() {
+  const cpus = os.cpus();
+  const nproc = spawnSync('nproc', [], { encoding: 'utf8' }).stdout.trim() || String(os.availableParallelism());
+  let model = cpus[0] ? cpus[0].model : 'unknown';
+  try {
+    model = /model name\s*:\s*(.*)/.exec(fs.readFileSync('/proc/cpuinfo', 'utf8'))[1];
+  } catch {
+    // not Linux: os.cpus() is good enough
+  }
+  return { nproc: Number(nproc), cpu: model, node: process.version, os: `${os.type()} ${os.release()}`, memGiB: +(os.totalmem() / 2 ** 30).toFixed(1), ulimitN: fileLimits().soft };
+}
+
+function stamp() {
+  return new Date().toISOString().replace(/[:.]/g, '-').replace('Z', '');
+}
+
+async function main() {
+  const args = parseArgs(process.argv.slice(2));
+  const profile = PROFILES[args.profile];
+  const workers = args.workers || profile.workers;
+  const plan = planFor(args);
+  const fileLimit = ensureFileLimit(plan, workers);
+
+  const ts = stamp();
+  const resultsDir = path.join(BENCH, 'results');
+  fs.mkdirSync(resultsDir, { recursive: true });
+  const opts = { workers, openConcurrency: 32, openTimeoutMs: 300_000, deliveryTimeoutMs: args.profile === 'full' ? 60_000 : 20_000, profileDir: null, profiles: [], heapSnapshots: [] };
+  if (args.cpuProfile) {
+    opts.profileDir = path.join(resultsDir, `prof-${ts}`);
+    fs.mkdirSync(opts.profileDir, { recursive: true });
+  }
+  const command = 'npm run bench' + (process.argv.length > 2 ? ' -- ' + process.argv.slice(2).join(' ') : '');
+  const info = machine();
+  info.pinned = setPlacement(args.pin);
+  process.stdout.write(`bench ${args.profile}: ${info.nproc} CPUs (${info.cpu}), Node ${info.node}, ${workers} load workers\n`);
+
+  const startedAt = Date.now();
+  const watchdog = setTimeout(() => {
+    process.stderr.write(`bench: time limit of ${profile.timeLimitMs / 1000} s exceeded; stopping\n`);
+    killAllNow();
+    process.exit(3);
+  }, profile.timeLimitMs);
+
+  const results = {};
+  const table = [];
+  const failures = [];
+  const skipped = [];
+  for (const [name, configs] of plan) {
+    for (const cfg of configs) {
+      let res = {};
+      const skip = tooManyFiles(name, cfg, workers, fileLimit);
+      if (skip !== null) {
+        process.stdout.write(`  ${skip}\n`);
+        skipped.push(skip);
+        results[cfg.label] = { skipped: skip };
+        continue;
+      }
+      try {
+        res = await run(name, cfg, opts);
+      } catch (err) {
+        process.stdout.write('FAILED\n');
+        process.stderr.write(`    ${err.stack || err}\n`);
+        failures.push(`${cfg.label}: ${err.message.split('\n')[0]}`);
+        await stopAll();
+      }
+      results[cfg.label] = res;
+      if (res.baseline || res.gateway) table.push(...rows(name, cfg.label, res));
+    }
+  }
+  clearTimeout(watchdog);
+  const elapsedSec = (Date.now() - startedAt) / 1000;
+
+  const text = textTable(table);
+  process.stdout.write('\n' + text + '\n\n');
+  const missed = table.filter((r) => r.pass === false);
+  process.stdout.write(`${elapsedSec.toFixed(0)} s total. ` + (missed.length === 0 ? (skipped.length === 0 ? 'Every target met.\n' : 'Every target measured was met; some scenarios were skipped (below).\n') : `Targets missed: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}\n`));
+  if (args.profile === 'quick' && elapsedSec > 180) process.stdout.write('note: the quick profile took over 3 minutes on this machine\n');
+  for (const f of failures) process.stdout.write(`scenario failed: ${f}\n`);
+  for (const f of skipped) process.stdout.write(`scenario ${f}\n`);
+
+  const summaries = opts.profiles.map((p) => ({ ...p, ...summarize(p.file, 15) }));
+  for (const s of summaries) process.stdout.write('\n' + s.text + '\n');
+  const heaps = opts.heapSnapshots.map((h) => ({ ...h, ...summarizeHeap(h.file, h.connections, 20, h.before) }));
+  for (const h of heaps) process.stdout.write('\n' + h.text + '\n');
+  if (heaps.length > 0) process.stdout.write('\nnote: the heap snapshots inflate RSS: read idle memory figures from a run without --cpu-prof\n');
+
+  const base = path.join(resultsDir, ts);
+  const doc = { startedAt: new Date(startedAt).toISOString(), profile: args.profile, command, machine: info, workers, elapsedSec, results, rows: table, missed: missed.map((r) => `${r.scenario} ${r.metric}`), failures, skipped, profiles: summaries.map(({ text: _, ...s }) => s), heapSnapshots: heaps.map(({ text: _, ...h }) => h) };
+  fs.writeFileSync(base + '.json', JSON.stringify(doc, null, 2));
+  const md = [
+    `Run ${doc.startedAt} (${args.profile} profile, ${elapsedSec.toFixed(0)} s)`,
+    '',
+    `Machine: ${info.nproc} CPUs, ${info.cpu}, ${info.memGiB} GiB, ${info.os}; Node ${info.node}; ${workers} load workers${info.pinned ? '; server pinned to CPU 0' : ''}.`,
+    `Command: \`${command}\``,
+    '',
+    markdownTable(table),
+    '',
+    ...failures.map((f) => `Failed: ${f}`),
+    ...skipped.map((f) => `Skipped: ${f}`),
+    '',
+  ].join('\n');
+  fs.writeFileSync(base + '.md', md);
+  process.stdout.write(`\nresults: ${path.relative(process.cwd(), base)}.json (.md)\n`);
+
+  if (failures.length > 0) process.exit(1);
+  if (args.check && (missed.length > 0 || skipped.length > 0)) process.exit(1);
+}
+
+process.on('SIGINT', () => {
+  killAllNow();
+  process.exit(130);
+});
+
+main().catch((err) => {
+  process.stderr.write(`bench: ${err.stack || err}\n`);
+  killAllNow();
+  process.exit(1);
+});
