@@ -75,7 +75,8 @@ export class ClientFramesService {
     const route = this.routes.tableFor(connection.handler).route(call.method);
     // SPEC §4.2: the server's connection_id overrides a client-sent one.
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
-    const headers = { authorization: connection.identity!.authorization, requestId: `${connection.id}-${String(call.meta.request_id)}` };
+    const requestId = route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
+    const headers = { authorization: connection.identity!.authorization, requestId };
     const response = await this.upstream.post(route, body, headers, 'call');
     const reply = callReply(call.meta, response);
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();

@@ -1,6 +1,9 @@
 /**
  * Admission for one destination (SPEC §1): at most `maxInFlight` requests run;
- * up to `queueLimit` wait in FIFO order; beyond that `acquire` refuses at once.
+ * up to `queueLimit` wait in FIFO order; beyond that a caller is refused at
+ * once. A waiter gives up when its wait time runs out. Every waiter of one
+ * gate waits at most the destination's timeout, so deadlines grow in queue
+ * order and one timer, armed for the oldest waiter, serves the whole queue.
  * Plain TS, no I/O.
  */
 export class RequestGate {
@@ -8,46 +11,50 @@ export class RequestGate {
   private readonly waiting: Waiter[] = [];
   private head = 0;
   private waitingCount = 0;
+  private timer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly maxInFlight: number,
     private readonly queueLimit: number,
   ) {}
 
+  /** Take a slot now if one is free (the fast path: no promise, no timer). */
+  tryAcquire(): boolean {
+    if (this.inFlight >= this.maxInFlight) return false;
+    this.inFlight++;
+    return true;
+  }
+
+  /** True when a caller that cannot start now would be refused. */
+  get isQueueFull(): boolean {
+    return this.waitingCount >= this.queueLimit;
+  }
+
   /**
-   * Resolves `true` when the caller may start, `false` when the queue is full.
-   * A waiter whose `signal` aborts first is dropped and resolves `false`.
+   * `true` (at once) when the caller may start; `false` when the queue is full;
+   * otherwise a promise of `true` when a slot is handed over, or `false` when
+   * `waitMs` passes first.
    */
-  acquire(signal: AbortSignal): Promise<boolean> | boolean {
-    if (this.inFlight < this.maxInFlight) {
-      this.inFlight++;
-      return true;
-    }
-    if (this.waitingCount >= this.queueLimit) return false;
-    // An already-aborted signal never fires 'abort': such a waiter would never be dropped.
-    if (signal.aborted) return false;
+  acquire(waitMs: number): Promise<boolean> | boolean {
+    if (this.tryAcquire()) return true;
+    if (this.isQueueFull || waitMs <= 0) return false;
     return new Promise<boolean>((resolve) => {
-      const waiter: Waiter = { resolve, signal, isDone: false, onAbort: () => this.abandon(waiter) };
-      this.waiting.push(waiter);
+      this.waiting.push({ resolve, deadlineAt: Date.now() + waitMs, isDone: false });
       this.waitingCount++;
-      signal.addEventListener('abort', waiter.onAbort, { once: true });
+      if (this.timer === null) this.arm();
     });
   }
 
-  /** Give back a slot taken by a successful `acquire`; hands it to the next waiter. */
+  /** Give back a slot taken by a successful acquire; hands it to the next waiter. */
   release(): void {
-    while (this.head < this.waiting.length) {
-      const next = this.waiting[this.head++];
-      if (next.isDone) continue;
-      next.isDone = true;
-      this.waitingCount--;
-      next.signal.removeEventListener('abort', next.onAbort);
-      this.compact();
-      next.resolve(true);
+    const next = this.nextWaiter();
+    if (next === undefined) {
+      this.inFlight--;
       return;
     }
-    this.compact();
-    this.inFlight--;
+    next.isDone = true;
+    this.waitingCount--;
+    next.resolve(true);
   }
 
   /** Requests running now. */
@@ -60,11 +67,40 @@ export class RequestGate {
     return this.waitingCount;
   }
 
-  private abandon(waiter: Waiter): void {
-    if (waiter.isDone) return;
-    waiter.isDone = true;
-    this.waitingCount--;
-    waiter.resolve(false);
+  private nextWaiter(): Waiter | undefined {
+    while (this.head < this.waiting.length) {
+      const waiter = this.waiting[this.head++];
+      if (!waiter.isDone) {
+        this.compact();
+        return waiter;
+      }
+    }
+    this.compact();
+    return undefined;
+  }
+
+  /** Arm the one timer for the oldest live waiter. */
+  private arm(): void {
+    let at = this.head;
+    while (at < this.waiting.length && this.waiting[at].isDone) at++;
+    const oldest = this.waiting[at];
+    if (oldest === undefined) return;
+    this.timer = setTimeout(() => this.expire(), Math.max(0, oldest.deadlineAt - Date.now()));
+    this.timer.unref();
+  }
+
+  private expire(): void {
+    this.timer = null;
+    const now = Date.now();
+    for (let i = this.head; i < this.waiting.length; i++) {
+      const waiter = this.waiting[i];
+      if (waiter.isDone) continue;
+      if (waiter.deadlineAt > now) break;
+      waiter.isDone = true;
+      this.waitingCount--;
+      waiter.resolve(false);
+    }
+    if (this.waitingCount > 0) this.arm();
   }
 
   private compact(): void {
@@ -80,7 +116,6 @@ export class RequestGate {
 
 interface Waiter {
   isDone: boolean;
+  readonly deadlineAt: number;
   readonly resolve: (admitted: boolean) => void;
-  readonly signal: AbortSignal;
-  readonly onAbort: () => void;
 }
