@@ -92,8 +92,12 @@ export class UpstreamClient implements OnModuleDestroy {
     }
     return new Promise<UpstreamResponse>((resolve) => {
       let isTimedOut = false;
+      let isFinished = false;
       const finish = (response: UpstreamResponse): void => {
+        if (isFinished) return;
+        isFinished = true;
         clearTimeout(timer);
+        pool.gate.release();
         resolve(response);
       };
       const options = { agent: pool.agent, hostname: pool.hostname, port: pool.port, method: 'POST', path, headers: requestHeaders };
@@ -105,7 +109,7 @@ export class UpstreamClient implements OnModuleDestroy {
       }, deadlineAt - performance.now());
       req.on('error', (err) => finish(isTimedOut ? { kind: 'timeout' } : { kind: 'connection_error', reason: err.message }));
       req.end(body);
-    }).finally(() => pool.gate.release());
+    });
   }
 
   private readResponse(req: http.ClientRequest, res: http.IncomingMessage, resolve: (r: UpstreamResponse) => void): void {
