@@ -18,6 +18,7 @@ async function main(): Promise<void> {
   const { config, warnings } = loaded;
   const logger = new JsonLogger(config.log.level, config.log.format);
   for (const warning of warnings) logger.warn({ msg: warning }, 'Config');
+  if (config.redisUrl !== null) logger.warn({ msg: 'REDIS_URL is set but cluster mode is not built yet: running as a single node' }, 'Config');
   const gateway = await startGateway(config, logger);
   logger.log({ msg: 'gateway started', node_id: config.nodeId, public_port: gateway.publicAddress.port, internal_port: gateway.internalAddress.port }, 'Main');
   const stop = (signal: string): void => {
