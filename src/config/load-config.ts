@@ -2,6 +2,7 @@ import { randomInt } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidatorOptions } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
+import { isMethodName } from '../protocol/identifiers';
 import { EnvDto } from './env.dto';
 import { DestinationDto, FileDto, HandlerDto } from './file.dto';
 import type { Destination, GatewayConfig, Handler, LogFormat, LogLevel, RouteTarget } from './gateway-config';
@@ -35,7 +36,6 @@ export interface LoadedConfig {
   readonly warnings: readonly string[];
 }
 
-const PATTERN = /^(?:\*|[A-Za-z0-9_-]+(?:\.[A-Za-z0-9_-]+)*(?:\.\*)?)$/;
 const PATH_PREFIX = /^[^\s?#]*$/;
 const ID_ALPHABET = 'ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789';
 const DEFAULT_NAME = 'default';
@@ -152,7 +152,7 @@ function buildRoutes(table: unknown, where: string, destinations: ReadonlyMap<st
   if (table === null || typeof table !== 'object' || Array.isArray(table)) return routes;
   for (const [pattern, target] of Object.entries(table)) {
     const at = joinPath(where, pattern);
-    if (!PATTERN.test(pattern)) problems.push(`${at}: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)`);
+    if (!isValidPattern(pattern)) problems.push(`${at}: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)`);
     const route = parseTarget(target, at, destinations, problems);
     if (route) routes.set(pattern, route);
   }
@@ -285,4 +285,9 @@ function deepFreeze<T>(value: T): T {
 
 function refuseWrite(): never {
   throw new TypeError('GatewayConfig is read-only');
+}
+
+/** `*`, `<method name>.*` or an exact method name (SPEC §1). */
+function isValidPattern(pattern: string): boolean {
+  return pattern === '*' || isMethodName(pattern.endsWith('.*') ? pattern.slice(0, -2) : pattern);
 }

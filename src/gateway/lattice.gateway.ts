@@ -4,6 +4,7 @@ import type { IncomingMessage } from 'node:http';
 import type { WebSocket } from 'ws';
 import { Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
+import { CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR } from '../protocol/close-codes';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ClientFramesService } from './client-frames.service';
 import { HelloService } from './hello.service';
@@ -33,7 +34,7 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
       this.logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
     });
     this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
-    this.hello.start(connection, req).catch(() => connection.close(1011, "internal_error"));
+    this.hello.start(connection, req).catch(() => connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR));
   }
 
   handleDisconnect(socket: WebSocket): void {

@@ -34,11 +34,6 @@ export class JsonLogger implements LoggerService {
   verbose(message: unknown, ...rest: unknown[]): void { this.write('verbose', message, rest); }
   fatal(message: unknown, ...rest: unknown[]): void { this.write('fatal', message, rest); }
 
-  /** True when lines of `level` are written (guards costly field building). */
-  isEnabled(level: LogLevel): boolean {
-    return LEVEL_RANK[level] <= this.maxRank;
-  }
-
   private write(nestLevel: NestLevel, message: unknown, rest: unknown[]): void {
     // Nest passes the context last; an error's stack comes before it.
     const context = typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;

@@ -19,7 +19,7 @@ export const REASON_BACKEND_ERROR = 'backend_error';
 export const REASON_SLOW_CONSUMER = 'slow_consumer';
 export const REASON_VALIDATION_ERROR = 'validation_error';
 export const REASON_SHUTDOWN = 'shutdown';
-export const REASON_PING_TIMEOUT = 'ping_timeout';
+export const REASON_INTERNAL_ERROR = 'internal_error';
 export const REASON_EARLY_FRAMES_OVER_LIMIT = 'early_frames_over_limit';
 
 /** SPEC §3: close code for an authorization failure answered with HTTP `status`. */
