@@ -22,7 +22,8 @@ interface Pool {
   readonly request: typeof http.request;
   readonly hostname: string;
   readonly port: number;
-  readonly baseHeaders: Readonly<Record<string, string>>;
+  /** Fixed headers as a flat [name, value, …] list, Host included. */
+  readonly baseHeaders: readonly string[];
   /** Pre-bound metric children: label lookups stay off the call path. */
   readonly duration: Record<UpstreamKind, { observe(seconds: number): void }>;
   /** Requests counter children by `<kind> <outcome>`, bound on first use. */
@@ -85,10 +86,11 @@ export class UpstreamClient implements OnModuleDestroy {
 
   /** One exchange on a slot already taken; gives the slot back when done. Never rejects. */
   private send(pool: Pool, path: string, body: string, headers: UpstreamHeaders, deadlineAt: number): Promise<UpstreamResponse> {
-    const requestHeaders: Record<string, string | number> = { ...pool.baseHeaders, 'Content-Length': Buffer.byteLength(body) };
-    if (headers.authorization !== undefined) requestHeaders.Authorization = headers.authorization;
+    // A flat [name, value, …] array: Node writes it as is, without a setHeader per header.
+    const requestHeaders = pool.baseHeaders.concat('Content-Length', String(Buffer.byteLength(body)));
+    if (headers.authorization !== undefined) requestHeaders.push('Authorization', headers.authorization);
     if (headers.requestId !== undefined && pool.destination.requestIdHeader !== null) {
-      requestHeaders[pool.destination.requestIdHeader] = headers.requestId;
+      requestHeaders.push(pool.destination.requestIdHeader, headers.requestId);
     }
     return new Promise<UpstreamResponse>((resolve) => {
       let isTimedOut = false;
@@ -150,8 +152,9 @@ function createPool(destination: Destination, version: string, metrics: GatewayM
   const url = new URL(destination.url);
   const isHttps = url.protocol === 'https:';
   const agentOptions = { keepAlive: true, maxSockets: destination.maxSockets, maxFreeSockets: destination.maxSockets };
-  const baseHeaders: Record<string, string> = { 'Content-Type': 'application/json', 'User-Agent': `gateway/${version}` };
-  if (destination.overrideHostHeader !== null) baseHeaders.Host = destination.overrideHostHeader;
+  // With array headers Node adds no Host header of its own.
+  const host = destination.overrideHostHeader ?? url.host;
+  const baseHeaders = ['Host', host, 'Content-Type', 'application/json', 'User-Agent', `gateway/${version}`];
   const histogram = metrics.upstreamDuration;
   return {
     destination,
