@@ -25,11 +25,11 @@ export class Connection {
   identity: Identity | null = null;
   /** Epoch ms of the last frame or pong from the client (heartbeat). */
   lastSeenAt = Date.now();
-  /** Client frames received before hello. */
-  readonly earlyFrames: EarlyFrame[] = [];
-  earlyFramesBytes = 0;
-  /** Topic message frames published before hello, in publish order. */
-  readonly earlyMessages: Buffer[] = [];
+  /** Client frames received before hello; null until one arrives (most connections never have any). */
+  private earlyFrames: EarlyFrame[] | null = null;
+  private earlyFramesBytes = 0;
+  /** Topic message frames published before hello, in publish order; null until one is kept. */
+  private earlyMessages: Buffer[] | null = null;
   private isSlow = false;
 
   constructor(
@@ -65,8 +65,28 @@ export class Connection {
 
   /** Send now when ready; keep for after hello when pending (topic messages, SPEC §3). */
   sendOrKeep(frame: Buffer): void {
-    if (this.state === 'pending') this.earlyMessages.push(frame);
+    if (this.state === 'pending') (this.earlyMessages ??= []).push(frame);
     else this.send(frame);
+  }
+
+  /**
+   * Keep a client frame for after hello. Returns false, keeping nothing, when
+   * the kept frames would exceed `maxBytes`.
+   */
+  keepEarlyFrame(frame: EarlyFrame, maxBytes: number): boolean {
+    this.earlyFramesBytes += frame.data.length;
+    if (this.earlyFramesBytes > maxBytes) return false;
+    (this.earlyFrames ??= []).push(frame);
+    return true;
+  }
+
+  /** Hand over (and forget) what was kept before hello. */
+  takeEarly(): { messages: Buffer[]; frames: EarlyFrame[] } {
+    const early = { messages: this.earlyMessages ?? [], frames: this.earlyFrames ?? [] };
+    this.earlyMessages = null;
+    this.earlyFrames = null;
+    this.earlyFramesBytes = 0;
+    return early;
   }
 
   /** Send a last frame (if any) and close with `code`/`reason`. */

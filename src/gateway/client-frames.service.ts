@@ -83,12 +83,9 @@ export class ClientFramesService {
   }
 
   private keepEarly(connection: Connection, data: Buffer, isBinary: boolean): void {
-    connection.earlyFramesBytes += data.length;
-    if (connection.earlyFramesBytes > this.maxEarlyBytes) {
+    if (!connection.keepEarlyFrame({ data, isBinary }, this.maxEarlyBytes)) {
       connection.close(CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT);
-      return;
     }
-    connection.earlyFrames.push({ data, isBinary });
   }
 
   private onBug(connection: Connection, err: unknown, call: ClientCall | undefined): void {

@@ -61,19 +61,17 @@ export class HelloService {
 
   /** SPEC §3 order: hello → buffered messages → lattice snapshots → users snapshot → early client frames. */
   private sendHelloSequence(connection: Connection): void {
+    const early = connection.takeEarly();
     connection.send(encodeHello(connection.identity!.json));
     this.helloSent.inc();
-    for (const frame of connection.earlyMessages.splice(0)) connection.send(frame);
+    for (const frame of early.messages) connection.send(frame);
     this.lattices.sendSnapshots(connection);
     this.presence.sendSnapshot(connection);
-    const early = connection.earlyFrames.splice(0);
-    connection.earlyFramesBytes = 0;
-    for (const frame of early) this.frames.onFrame(connection, frame.data, frame.isBinary);
+    for (const frame of early.frames) this.frames.onFrame(connection, frame.data, frame.isBinary);
   }
 
   private refuse(connection: Connection, status: number, dataJson: string): void {
-    connection.earlyFrames.length = 0;
-    connection.earlyMessages.length = 0;
+    connection.takeEarly();
     connection.close(backendErrorCloseCode(status), REASON_BACKEND_ERROR, encodeFatalError('http_error', dataJson, status));
     this.fatalSent.inc();
   }
