@@ -7,15 +7,16 @@ import { SESSION_INACTIVE_METHOD } from '../upstream/destinations';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 import { clampActiveMs, extendDeadline } from './activity';
+import { DeadlineQueue } from './deadline-queue';
 
 /** A user's presence status (SPEC §7). */
 export type PresenceStatus = 'active' | 'inactive' | 'offline';
 export type StatusListener = (userId: string, status: PresenceStatus, atMs: number) => void;
 
 interface Session {
+  readonly userId: string;
   status: 'active' | 'inactive';
   deadlineAt: number;
-  timer: NodeJS.Timeout | null;
   /** Identity and handler of the latest authorization: who the inactivity notice speaks for. */
   identity: Identity;
   handler: Handler;
@@ -32,6 +33,10 @@ export class SessionsService implements OnModuleDestroy {
   private readonly logger = new Logger(SessionsService.name);
   private readonly sessions = new Map<string, Session>();
   private readonly listeners: StatusListener[] = [];
+  /** Every active session's deadline; one timer for the earliest (no Timeout per user). */
+  private readonly deadlines = new DeadlineQueue<Session>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt: number | null = null;
 
   constructor(
     private readonly config: GatewayConfig,
@@ -57,9 +62,9 @@ export class SessionsService implements OnModuleDestroy {
     const windowMs = this.config.sessions.newConnectionIdleTimeoutMs;
     const session = this.sessions.get(identity.userId);
     if (session === undefined) {
-      const created: Session = { status: 'active', deadlineAt: Date.now() + windowMs, timer: null, identity, handler: connection.handler };
+      const created: Session = { userId: identity.userId, status: 'active', deadlineAt: Date.now() + windowMs, identity, handler: connection.handler };
       this.sessions.set(identity.userId, created);
-      this.arm(identity.userId, created);
+      this.schedule(created);
       this.announce(identity.userId, 'active');
       return;
     }
@@ -77,7 +82,7 @@ export class SessionsService implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    for (const session of this.sessions.values()) if (session.timer) clearTimeout(session.timer);
+    if (this.timer !== null) clearTimeout(this.timer);
   }
 
   private extend(userId: string, session: Session, windowMs: number): void {
@@ -85,21 +90,37 @@ export class SessionsService implements OnModuleDestroy {
     if (session.status === 'inactive') {
       // [fix] an inactive session becomes active again.
       session.status = 'active';
-      this.arm(userId, session);
+      this.schedule(session);
       this.announce(userId, 'active');
     }
   }
 
-  private arm(userId: string, session: Session): void {
-    if (session.timer) clearTimeout(session.timer);
-    session.timer = setTimeout(() => this.onDeadline(userId, session), Math.max(0, session.deadlineAt - Date.now()));
-    session.timer.unref();
+  /** Queue the session's deadline; extensions are picked up lazily when the entry comes due. */
+  private schedule(session: Session): void {
+    this.deadlines.push(session.deadlineAt, session);
+    if (this.timerAt === null || session.deadlineAt < this.timerAt) this.arm();
   }
 
-  private onDeadline(userId: string, session: Session): void {
-    session.timer = null;
+  private arm(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    const at = this.deadlines.peekAt();
+    this.timerAt = at;
+    this.timer = at === null ? null : setTimeout(() => this.onTimer(), Math.max(0, at - Date.now()));
+    this.timer?.unref();
+  }
+
+  private onTimer(): void {
+    this.timer = null;
+    this.timerAt = null;
+    for (const entry of this.deadlines.popDue(Date.now())) this.onDeadline(entry.key);
+    if (this.timerAt === null) this.arm();
+  }
+
+  private onDeadline(session: Session): void {
+    const userId = session.userId;
+    // Stale entry: the session ended, was replaced, or went inactive meanwhile.
     if (this.sessions.get(userId) !== session || session.status !== 'active') return;
-    if (session.deadlineAt > Date.now()) return this.arm(userId, session);
+    if (session.deadlineAt > Date.now()) return this.schedule(session);
     if (this.config.sessions.shouldNotifyInactive) this.notifyInactive(session);
     if (this.registry.ofUser(userId).size > 0) {
       session.status = 'inactive';
@@ -116,8 +137,6 @@ export class SessionsService implements OnModuleDestroy {
   }
 
   private end(userId: string): void {
-    const session = this.sessions.get(userId);
-    if (session?.timer) clearTimeout(session.timer);
     this.sessions.delete(userId);
     this.announce(userId, 'offline');
   }
