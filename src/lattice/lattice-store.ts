@@ -1,5 +1,6 @@
 import { mergeVariable, variableKind, type VariableValue } from './crdt';
 import type { LatticeBody, PrivateEntryUpdate, VariableMap } from './lattice-body';
+import { DeadlineQueue } from '../scheduling/deadline-queue';
 
 /** What a client receives for a namespace: key → variable name → value (SPEC §6.3). */
 export type LatticeView = { readonly [key: string]: { readonly [name: string]: VariableValue } };
@@ -30,9 +31,8 @@ interface NamespaceState {
   readonly private: Map<string, Map<string, PrivateEntry>>;
 }
 
-/** A deadline in the heap; stale (skipped) once `entry.expiresAt !== at`. */
-interface Expiry {
-  readonly at: number;
+/** What a deadline in the queue expires; stale (skipped) once `entry.expiresAt` differs from its time. */
+interface ExpiryTarget {
   readonly entry: PrivateEntry;
   readonly namespace: string;
   readonly userId: string;
@@ -50,8 +50,8 @@ interface Expiry {
  */
 export class LatticeStore {
   private readonly namespaces = new Map<string, NamespaceState>();
-  /** Binary min-heap on `at`; stale items are dropped lazily or by compaction. */
-  private expiries: Expiry[] = [];
+  /** Stale deadlines are dropped lazily or by compaction. */
+  private readonly expiries = new DeadlineQueue<ExpiryTarget>();
   /** Private entries that currently have a deadline. */
   private liveExpiryCount = 0;
 
@@ -163,9 +163,8 @@ export class LatticeStore {
    * `expires_in`). No frame is due: clients are not told.
    */
   expire(nowMs: number): void {
-    while (this.expiries.length > 0 && this.expiries[0].at <= nowMs) {
-      const item = heapPop(this.expiries);
-      if (item.entry.expiresAt !== item.at) continue;
+    for (const { atMs, key: item } of this.expiries.popDue(nowMs)) {
+      if (item.entry.expiresAt !== atMs) continue;
       const entries = this.namespaces.get(item.namespace)?.private.get(item.userId);
       if (entries?.get(item.key) === item.entry) entries.delete(item.key);
       if (entries?.size === 0) this.namespaces.get(item.namespace)?.private.delete(item.userId);
@@ -175,10 +174,10 @@ export class LatticeStore {
 
   /** The earliest pending deadline (epoch ms), or null: arm one timer for it, then call `expire`. */
   nextExpiryAt(): number | null {
-    while (this.expiries.length > 0 && this.expiries[0].entry.expiresAt !== this.expiries[0].at) {
-      heapPop(this.expiries);
+    for (let top = this.expiries.peek(); top !== undefined && top.key.entry.expiresAt !== top.atMs; top = this.expiries.peek()) {
+      this.expiries.pop();
     }
-    return this.expiries.length > 0 ? this.expiries[0].at : null;
+    return this.expiries.peekAt();
   }
 
   private namespaceState(namespace: string): NamespaceState {
@@ -203,7 +202,7 @@ export class LatticeStore {
         gainedKeys.add(key);
       }
       if (update.expiresInMs !== undefined) {
-        this.setDeadline({ at: nowMs + update.expiresInMs, entry, namespace, userId, key });
+        this.setDeadline(nowMs + update.expiresInMs, { entry, namespace, userId, key });
       }
       const changed = mergeVariables(entry.variables, update.variables);
       if (changed !== undefined) changedKeys.set(key, changed);
@@ -211,14 +210,14 @@ export class LatticeStore {
     return changedKeys;
   }
 
-  private setDeadline(item: Expiry): void {
-    if (item.entry.expiresAt === item.at) return;
-    if (item.entry.expiresAt === null) this.liveExpiryCount += 1;
-    item.entry.expiresAt = item.at;
-    heapPush(this.expiries, item);
-    // Refreshed deadlines leave stale items behind; keep the heap O(live entries).
-    if (this.expiries.length > 64 + 2 * this.liveExpiryCount) {
-      this.expiries = heapify(this.expiries.filter((e) => e.entry.expiresAt === e.at));
+  private setDeadline(atMs: number, target: ExpiryTarget): void {
+    if (target.entry.expiresAt === atMs) return;
+    if (target.entry.expiresAt === null) this.liveExpiryCount += 1;
+    target.entry.expiresAt = atMs;
+    this.expiries.push(atMs, target);
+    // Refreshed deadlines leave stale items behind; keep the queue O(live entries).
+    if (this.expiries.size > 64 + 2 * this.liveExpiryCount) {
+      this.expiries.retain((d) => d.key.entry.expiresAt === d.atMs);
     }
   }
 
@@ -267,44 +266,4 @@ function getOrCreate<K, V>(map: Map<K, V>, key: K, create: () => V): V {
     map.set(key, value);
   }
   return value;
-}
-
-function heapPush(heap: Expiry[], item: Expiry): void {
-  heap.push(item);
-  let i = heap.length - 1;
-  while (i > 0) {
-    const parent = (i - 1) >> 1;
-    if (heap[parent].at <= heap[i].at) break;
-    [heap[parent], heap[i]] = [heap[i], heap[parent]];
-    i = parent;
-  }
-}
-
-function heapPop(heap: Expiry[]): Expiry {
-  const top = heap[0];
-  const last = heap.pop();
-  if (last !== undefined && heap.length > 0) {
-    heap[0] = last;
-    siftDown(heap, 0);
-  }
-  return top;
-}
-
-function heapify(heap: Expiry[]): Expiry[] {
-  for (let i = (heap.length >> 1) - 1; i >= 0; i -= 1) siftDown(heap, i);
-  return heap;
-}
-
-function siftDown(heap: Expiry[], start: number): void {
-  let i = start;
-  for (;;) {
-    const left = 2 * i + 1;
-    const right = left + 1;
-    let least = i;
-    if (left < heap.length && heap[left].at < heap[least].at) least = left;
-    if (right < heap.length && heap[right].at < heap[least].at) least = right;
-    if (least === i) return;
-    [heap[least], heap[i]] = [heap[i], heap[least]];
-    i = least;
-  }
 }

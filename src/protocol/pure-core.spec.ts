@@ -13,6 +13,7 @@ const PURE_FILES = [
   'lattice/lattice-store.ts',
   'pubsub/topic-index.ts',
   'sessions/activity.ts',
+  'scheduling/deadline-queue.ts',
   'upstream/destinations.ts',
   'upstream/call-reply.ts',
   'upstream/request-gate.ts',

@@ -7,7 +7,7 @@ import { SESSION_INACTIVE_METHOD } from '../upstream/destinations';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 import { clampActiveMs, extendDeadline } from './activity';
-import { DeadlineQueue } from './deadline-queue';
+import { DeadlineQueue } from '../scheduling/deadline-queue';
 
 /** A user's presence status (SPEC §7). */
 export type PresenceStatus = 'active' | 'inactive' | 'offline';

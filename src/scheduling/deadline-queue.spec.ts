@@ -24,6 +24,21 @@ describe(DeadlineQueue.name, () => {
     expect(sut.size).toBe(1);
   });
 
+  it('peeks and pops one at a time', () => {
+    sut.push(20, 'b');
+    sut.push(10, 'a');
+    expect(sut.peek()).toEqual({ atMs: 10, key: 'a' });
+    expect(sut.pop()).toEqual({ atMs: 10, key: 'a' });
+    expect(sut.pop()).toEqual({ atMs: 20, key: 'b' });
+    expect(sut.pop()).toBeUndefined();
+  });
+
+  it('retains only accepted entries and stays ordered', () => {
+    for (const [at, key] of [[5, 'x'], [1, 'drop'], [3, 'y'], [2, 'drop'], [4, 'z']] as const) sut.push(at, key);
+    sut.retain((d) => d.key !== 'drop');
+    expect(sut.popDue(10).map((d) => d.key)).toEqual(['y', 'z', 'x']);
+  });
+
   it('pops any sequence of deadlines in sorted order', () => {
     fc.assert(
       fc.property(fc.array(fc.integer({ min: 0, max: 1000 })), (deadlines) => {
