@@ -275,13 +275,19 @@ describe('lattices', () => {
   });
 
   describe('unsubscribe and close', () => {
-    it('stops deltas to an unsubscribed connection only', async () => {
+    /** Alice and Bob both attached to my/ns with access to room1, snapshots consumed. */
+    async function aliceAndBobOnRoom1(): Promise<{ alice: { client: WsClient; cid: string }; bob: { client: WsClient; cid: string } }> {
       const alice = await connect('alice');
       const bob = await connect('bob');
       await subscribe(alice.cid, { shared: { room1: { last_message_counter: 1 } }, private: { alice: { room1: {} } } });
       await alice.client.next();
       await subscribe(bob.cid, { private: { bob: { room1: {} } } });
       await bob.client.next();
+      return { alice, bob };
+    }
+
+    it('stops deltas to an unsubscribed connection only', async () => {
+      const { alice, bob } = await aliceAndBobOnRoom1();
 
       const res = await api(t.apiUrl, 'DELETE', `/v1/connection/${alice.cid}/lattices/my/ns`);
       expect([res.status, res.text]).toEqual([204, '']);
@@ -291,12 +297,7 @@ describe('lattices', () => {
     });
 
     it('forgets a closed client\'s subscriptions: later updates succeed and reach the others', async () => {
-      const alice = await connect('alice');
-      const bob = await connect('bob');
-      await subscribe(alice.cid, { shared: { room1: { last_message_counter: 1 } }, private: { alice: { room1: {} } } });
-      await alice.client.next();
-      await subscribe(bob.cid, { private: { bob: { room1: {} } } });
-      await bob.client.next();
+      const { alice, bob } = await aliceAndBobOnRoom1();
 
       await alice.client.close();
       await t.untilOpenConnections(1);

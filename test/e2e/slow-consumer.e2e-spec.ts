@@ -30,6 +30,19 @@ describe('slow consumer', () => {
     return Number(line[1]);
   }
 
+  /** Publish 10 KiB messages in batches until the gateway closes a slow consumer; returns how many. */
+  async function floodUntilSlowConsumerClose(): Promise<number> {
+    let published = 0;
+    while ((await slowConsumerCloses()) === 0) {
+      if (published >= MAX_PUBLISHES) throw new Error(`no slow-consumer close after ${published} messages of 10 KiB`);
+      for (const end = published + 50; published < end; published += 1) {
+        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
+      }
+    }
+    return published;
+  }
+
+
   it('closes a client that stops reading with 1008 slow_consumer while the others get every message', async () => {
     const slow = await connect('slow');
     const fast = await connect('fast');
@@ -40,13 +53,7 @@ describe('slow consumer', () => {
     const tcp = (slow.client.socket as unknown as { _socket: Socket })._socket;
     tcp.pause();
 
-    let published = 0;
-    while ((await slowConsumerCloses()) === 0) {
-      if (published >= MAX_PUBLISHES) throw new Error(`no slow-consumer close after ${published} messages of 10 KiB`);
-      for (const end = published + 50; published < end; published += 1) {
-        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
-      }
-    }
+    let published = await floodUntilSlowConsumerClose();
     // Publishing goes on for the others after the close.
     for (const end = published + 20; published < end; published += 1) {
       expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
@@ -88,13 +95,7 @@ describe('slow consumer', () => {
     expect((await api(t.apiUrl, 'PUT', `/v1/connection/${slow.cid}/subscriptions/flood`)).status).toBe(204);
     const tcp = (slow.client.socket as unknown as { _socket: Socket })._socket;
     tcp.pause();
-    let published = 0;
-    while ((await slowConsumerCloses()) === 0) {
-      if (published >= MAX_PUBLISHES) throw new Error(`no slow-consumer close after ${published} messages of 10 KiB`);
-      for (const end = published + 50; published < end; published += 1) {
-        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq: published, pad: PAYLOAD })).status).toBe(204);
-      }
-    }
+    await floodUntilSlowConsumerClose();
     // Never resumed: the gateway gives up on the handshake after 5 s and forgets the connection.
     await t.untilOpenConnections(0, 7000);
     tcp.destroy();
