@@ -11,6 +11,8 @@ export interface ConnectOptions {
   /** Query string without `?`. */
   query?: string;
   path?: string;
+  /** Answer server pings (ws default true); false plays a client that went away without a FIN. */
+  autoPong?: boolean;
 }
 
 /** A frame as the client saw it. */
@@ -22,6 +24,9 @@ export type Frame = [string, Record<string, unknown>, unknown];
  */
 export class WsClient {
   readonly frames: Frame[] = [];
+  /** Pings received from the server. */
+  pings = 0;
+  private readonly pingWaiters: Array<() => void> = [];
   private readonly queue: Frame[] = [];
   private readonly waiters: Array<(f: Frame) => void> = [];
   private closeInfo: { code: number; reason: string } | null = null;
@@ -43,6 +48,10 @@ export class WsClient {
       this.closeInfo = { code, reason: reason.toString() };
       for (const w of this.closeWaiters.splice(0)) w(this.closeInfo);
     });
+    socket.on('ping', () => {
+      this.pings++;
+      for (const w of this.pingWaiters.splice(0)) w();
+    });
     socket.on('error', () => undefined);
   }
 
@@ -50,7 +59,10 @@ export class WsClient {
   static connect(baseUrl: string, options: ConnectOptions = {}): Promise<WsClient> {
     const url = baseUrl + (options.path ?? '/') + (options.query ? '?' + options.query : '');
     const protocols = options.protocols === null ? undefined : (options.protocols ?? [PROTOCOL]);
-    const socket = new WebSocket(url, protocols, { headers: options.headers as Record<string, string> });
+    const socket = new WebSocket(url, protocols, {
+      headers: options.headers as Record<string, string>,
+      autoPong: options.autoPong ?? true,
+    });
     return within(
       new Promise<WsClient>((resolve, reject) => {
         // The client is created before 'open' so that no early frame is missed.
@@ -109,6 +121,16 @@ export class WsClient {
   async call(method: string, meta: Record<string, unknown>, args: unknown[] = [], kwargs: Record<string, unknown> = {}): Promise<Frame> {
     this.send([method, meta, args, kwargs]);
     return this.next();
+  }
+
+  /** Resolves once the server has pinged this client `count` times in all, within `ms`. */
+  async untilPings(count: number, ms = 2000): Promise<void> {
+    const deadline = Date.now() + ms;
+    while (this.pings < count) {
+      const left = deadline - Date.now();
+      if (left <= 0) throw new Error(`timed out after ${ms} ms waiting for ${count} pings (got ${this.pings})`);
+      await within(new Promise<void>((resolve) => this.pingWaiters.push(resolve)), `${count} pings (got ${this.pings})`, left);
+    }
   }
 
   /** Resolves the close code and reason, within `ms`. */
