@@ -38,6 +38,7 @@ export function decideHandshake(url: string | undefined, headers: IncomingHttpHe
 /** The subprotocol to echo, or null when the offer lacks both of ours. */
 export function chooseSubprotocol(header: string | undefined): string | null {
   if (header === undefined) return null;
+  if (header === SUBPROTOCOL) return SUBPROTOCOL; // what nearly every client sends
   const offered = header.split(',').map((p) => p.trim());
   if (offered.includes(SUBPROTOCOL)) return SUBPROTOCOL;
   if (offered.includes(LEGACY_SUBPROTOCOL)) return LEGACY_SUBPROTOCOL;

@@ -53,6 +53,14 @@ describe(RouteTable.name, () => {
     expect(route.url).toBe(url);
   });
 
+  it('routes the same method the same way twice, and methods beyond the remembered ones too', () => {
+    const methods = Array.from({ length: 3000 }, (_, i) => (i % 2 === 0 ? `rooms.m${i}` : `m${i}`));
+    const first = methods.map((m) => sut.route(m).url);
+    expect(methods.map((m) => sut.route(m).url)).toEqual(first);
+    expect(first[2998]).toBe('http://rooms:8000/v2/rooms/m2998');
+    expect(first[2999]).toBe('http://chat:8000/m2999');
+  });
+
   it('routes gateway.* methods to "*" when no gateway glob exists', () => {
     sut = new RouteTable(handler({ '*': { destination: 'auth', pathPrefix: '' } }), DESTINATIONS);
     expect(sut.route(AUTHORIZE_METHOD).url).toBe('http://auth:8000/api/gateway/authorize_connection');

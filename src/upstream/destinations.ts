@@ -17,11 +17,16 @@ interface Target {
   readonly pathPrefix: string;
 }
 
+/** Routes remembered per table: method names come from clients, so the memo is bounded. */
+const MAX_REMEMBERED_ROUTES = 1024;
+
 /**
  * One handler's message_handlers, precompiled (SPEC §1): exact name first, then
- * the longest `prefix.*` glob, then `*`. Built once at start; `route` is a lookup.
+ * the longest `prefix.*` glob, then `*`. Built once at start; `route` is a lookup,
+ * and the first 1024 distinct methods' routes are remembered whole.
  */
 export class RouteTable {
+  private readonly remembered = new Map<string, Route>();
   private readonly exact = new Map<string, Target>();
   /** Longest prefix first; each prefix includes its trailing dot. */
   private readonly globs: Array<{ prefix: string; target: Target }> = [];
@@ -45,9 +50,13 @@ export class RouteTable {
 
   /** The route of `method` (a dotted name; `gateway.*` names are routed like any other). */
   route(method: string): Route {
+    let route = this.remembered.get(method);
+    if (route !== undefined) return route;
     const target = this.targetOf(method);
     const methodPath = methodToPath(method);
-    return { destination: target.destination, url: target.urlPrefix + methodPath, path: target.pathPrefix + methodPath };
+    route = { destination: target.destination, url: target.urlPrefix + methodPath, path: target.pathPrefix + methodPath };
+    if (this.remembered.size < MAX_REMEMBERED_ROUTES) this.remembered.set(method, route);
+    return route;
   }
 
   private targetOf(method: string): Target {
