@@ -1,4 +1,4 @@
-import { LoggerService } from '@nestjs/common';
+import { Logger, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
@@ -8,7 +8,7 @@ import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
 import { PublicListener } from './gateway/public-listener';
 import { ShutdownService } from './lifecycle/shutdown.service';
-import { JsonLogger } from './logging/json-logger';
+import { JsonLogger, nestLevelsOf } from './logging/json-logger';
 
 /** A started gateway node. */
 export interface RunningGateway {
@@ -29,6 +29,7 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     logger: logger ?? new JsonLogger(config.log.level, config.log.format),
     abortOnError: false,
   });
+  Logger.overrideLogger(nestLevelsOf(config.log.level)); // makes Logger.isLevelEnabled answer
   app.disable('x-powered-by');
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));

@@ -55,7 +55,7 @@ export class HelloService {
     // in its snapshot after hello, not as a separate push (SPEC §3).
     this.sessions.authorized(connection);
     connection.state = 'ready';
-    this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
+    if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.sendHelloSequence(connection);
   }
 

@@ -30,10 +30,12 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     socket.on('message', (data: Buffer, isBinary: boolean) => this.frames.onFrame(connection, data, isBinary));
     socket.on('pong', () => (connection.lastSeenAt = Date.now()));
     socket.on('error', () => socket.terminate());
-    socket.once('close', (code: number, reason: Buffer) => {
-      this.logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
-    });
-    this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
+    if (Logger.isLevelEnabled('log')) {
+      socket.once('close', (code: number, reason: Buffer) => {
+        this.logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
+      });
+      this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
+    }
     this.hello.start(connection, req).catch(() => connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR));
   }
 

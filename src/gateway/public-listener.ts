@@ -84,7 +84,7 @@ export class PublicListener {
       maxConnections: this.config.limits.maxConnections,
     });
     if (!decision.ok) {
-      this.logger.debug({ msg: 'handshake refused', status: decision.status, path: req.url?.split('?')[0] });
+      if (Logger.isLevelEnabled('debug')) this.logger.debug({ msg: 'handshake refused', status: decision.status, path: req.url?.split('?')[0] });
       return rejectSocket(socket, decision.status, decision.text);
     }
     this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, decision.handler));

@@ -8,6 +8,15 @@ const FROM_NEST: Record<NestLevel, LogLevel> = { fatal: 'error', error: 'error',
 /** Nest's own start-up chatter: written at debug, not info. */
 const FRAMEWORK_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'WebSocketsController', 'NestFactory', 'NestApplication']);
 
+/**
+ * Nest's names of the levels LOG_LEVEL `level` writes, for Logger.overrideLogger:
+ * with them set, `Logger.isLevelEnabled('log')` lets a hot path skip building a
+ * line that would be dropped (STYLE B9).
+ */
+export function nestLevelsOf(level: LogLevel): NestLevel[] {
+  return (Object.keys(FROM_NEST) as NestLevel[]).filter((nest) => LEVEL_RANK[FROM_NEST[nest]] <= LEVEL_RANK[level]);
+}
+
 /** Where lines go; tests pass their own sink to read the output. */
 export type LogSink = (line: string) => void;
 
