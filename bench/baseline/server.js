@@ -91,8 +91,13 @@ const wss = new WebSocketServer({
   handleProtocols: () => SUBPROTOCOL, // checked in 'upgrade' below
 });
 const publicServer = http.createServer((req, res) => res.writeHead(404, { 'Content-Length': '0' }).end());
+// A shared function: a closure in the 'upgrade' handler would share its context
+// and keep `req` alive as long as the socket (the gateway avoids it too).
+function destroySocket() {
+  this.destroy();
+}
 publicServer.on('upgrade', (req, socket, head) => {
-  socket.on('error', () => socket.destroy());
+  socket.on('error', destroySocket);
   const offered = (req.headers['sec-websocket-protocol'] || '').split(',').map((p) => p.trim());
   if (!offered.includes(SUBPROTOCOL)) {
     return void socket.end('HTTP/1.1 400 Bad Request\r\nConnection: close\r\nContent-Length: 0\r\n\r\n');

@@ -9,12 +9,22 @@ const PASSED_STATUSES = new Set([400, 401, 403, 404, 410, 500, 503]);
 const IDENTITY_SCHEME = 'Gateway+json ';
 
 /** Who the connection is, as the backend said (SPEC §3). */
-export interface Identity {
-  readonly userId: string;
-  /** Compact JSON of the whole authorization response object. */
-  readonly json: string;
-  /** `Gateway+json <base64 of json>`, computed once per connection. */
-  readonly authorization: string;
+export class Identity {
+  private authorizationValue: string | null = null;
+
+  constructor(
+    readonly userId: string,
+    /** Compact JSON of the whole authorization response object. */
+    readonly json: string,
+  ) {}
+
+  /**
+   * `Gateway+json <base64 of json>`, built at the first call and kept: an idle
+   * connection never holds it, a calling one builds it once.
+   */
+  get authorization(): string {
+    return (this.authorizationValue ??= IDENTITY_SCHEME + Buffer.from(this.json, 'utf8').toString('base64'));
+  }
 }
 
 /** A failed authorization: the fatal_error frame's status and data (JSON text), plus a reason for logs. */
@@ -55,7 +65,7 @@ export function authOutcome(response: UpstreamResponse): AuthOutcome {
 
 /** Build the identity from the user id and the compact JSON of the whole response. */
 export function identityOf(userId: string, json: string): Identity {
-  return { userId, json, authorization: IDENTITY_SCHEME + Buffer.from(json, 'utf8').toString('base64') };
+  return new Identity(userId, json);
 }
 
 function fail(status: number, dataJson: string, reason: string): AuthOutcome {

@@ -21,8 +21,9 @@ export class GatewayWsAdapter extends WsAdapter {
 
   override bindMessageHandlers(): void {}
 
+  /** ws emits 'close' once: a plain listener, without once()'s wrapper per connection. */
   override bindClientDisconnect(client: WebSocket, callback: () => void): void {
-    client.once('close', callback);
+    client.on('close', callback);
   }
 
   override async close(): Promise<void> {}

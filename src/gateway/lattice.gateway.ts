@@ -3,44 +3,61 @@ import { OnGatewayConnection, OnGatewayDisconnect, WebSocketGateway } from '@nes
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket } from 'ws';
 import { Handler } from '../config/gateway-config';
-import { Connection } from '../connections/connection';
-import { CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR } from '../protocol/close-codes';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR } from '../protocol/close-codes';
 import { ClientFramesService } from './client-frames.service';
+import { GatewaySocket, connectionOf } from './gateway-socket';
 import { HelloService } from './hello.service';
 
 /**
  * The WebSocket edge: lifecycle only (STYLE B3, B12). Frames go straight from
- * the socket's 'message' event to ClientFramesService.
+ * the socket's 'message' event to ClientFramesService. The socket listeners
+ * are shared functions reading `this.connection`, not closures: an idle
+ * connection costs no listener memory of its own.
  */
 @WebSocketGateway()
 export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect {
-  private readonly bySocket = new WeakMap<WebSocket, Connection>();
   private readonly logger = new Logger(LatticeGateway.name);
+  private readonly onMessage: (this: WebSocket, data: Buffer, isBinary: boolean) => void;
+  private readonly onCloseLog: (this: WebSocket, code: number, reason: Buffer) => void;
 
   constructor(
     private readonly registry: ConnectionRegistry,
-    private readonly frames: ClientFramesService,
+    frames: ClientFramesService,
     private readonly hello: HelloService,
-  ) {}
+  ) {
+    this.onMessage = function (data, isBinary) {
+      frames.onFrame(connectionOf(this), data, isBinary);
+    };
+    const logger = this.logger;
+    this.onCloseLog = function (code, reason) {
+      const connection = connectionOf(this);
+      logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
+    };
+  }
 
-  handleConnection(socket: WebSocket, req: IncomingMessage, handler: Handler): void {
+  handleConnection(socket: GatewaySocket, req: IncomingMessage, handler: Handler): void {
     const connection = this.registry.open(socket, handler);
-    this.bySocket.set(socket, connection);
-    socket.on('message', (data: Buffer, isBinary: boolean) => this.frames.onFrame(connection, data, isBinary));
-    socket.on('pong', () => (connection.lastSeenAt = Date.now()));
-    socket.on('error', () => socket.terminate());
+    socket.connection = connection;
+    socket.on('message', this.onMessage);
+    socket.on('pong', markSeen);
+    socket.on('error', terminate);
     if (Logger.isLevelEnabled('log')) {
-      socket.once('close', (code: number, reason: Buffer) => {
-        this.logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
-      });
+      socket.on('close', this.onCloseLog);
       this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
     }
     this.hello.start(connection, req).catch(() => connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR));
   }
 
-  handleDisconnect(socket: WebSocket): void {
-    const connection = this.bySocket.get(socket);
-    if (connection !== undefined) this.registry.remove(connection);
+  handleDisconnect(socket: GatewaySocket): void {
+    if (socket.connection !== null) this.registry.remove(socket.connection);
   }
+}
+
+function markSeen(this: WebSocket): void {
+  connectionOf(this).lastSeenAt = Date.now();
+}
+
+function terminate(this: WebSocket): void {
+  this.terminate();
 }

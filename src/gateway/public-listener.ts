@@ -1,11 +1,10 @@
 import { Injectable, Logger } from '@nestjs/common';
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { WebSocket, WebSocketServer } from 'ws';
+import { WebSocketServer } from 'ws';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { CLOSE_INVALID_PAYLOAD, CLOSE_MESSAGE_TOO_BIG, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
-import { encodeFatalError } from '../protocol/frames';
+import { gatewaySocketClass } from './gateway-socket';
 import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
 
 /** Express (or any) request handler that serves the health routes. */
@@ -41,7 +40,7 @@ export class PublicListener {
       // it, and GatewaySocket adds the fatal_error there (SPEC §4.1).
       maxPayload: config.limits.maxFrameBytes * 2 + 1024,
       handleProtocols: (offered: Set<string>) => (offered.has(SUBPROTOCOL) ? SUBPROTOCOL : LEGACY_SUBPROTOCOL),
-      WebSocket: socketClassFor(config.limits.maxFrameBytes),
+      WebSocket: gatewaySocketClass(config.limits.maxFrameBytes),
     });
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => this.onUpgrade(req, socket, head));
     this.server.on('clientError', (_err, socket: Socket) => rejectSocket(socket, 400, 'bad request'));
@@ -75,7 +74,9 @@ export class PublicListener {
   }
 
   private onUpgrade(req: http.IncomingMessage, socket: Socket, head: Buffer): void {
-    socket.on('error', () => socket.destroy());
+    // A shared function, not a closure: a closure here would share this call's
+    // context and keep `req` alive for the socket's whole life.
+    socket.on('error', destroySocket);
     if (!this.isAccepting) return rejectSocket(socket, 503, 'shutting down');
     const decision = decideHandshake(req.url, req.headers, {
       handlersByPath: this.handlersByPath,
@@ -91,6 +92,10 @@ export class PublicListener {
   }
 }
 
+function destroySocket(this: Socket): void {
+  this.destroy();
+}
+
 function rejectSocket(socket: Socket, status: number, text: string): void {
   if (!socket.writable) return void socket.destroy();
   const body = text + '\n';
@@ -98,28 +103,4 @@ function rejectSocket(socket: Socket, status: number, text: string): void {
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
-}
-
-/**
- * ws closes by itself, with a bare code and no reason, when a message breaks
- * its receiver checks: over `maxPayload` (1009) or invalid UTF-8 in a text
- * frame (1007). SPEC §4.1 wants the fatal_error frame and our reason there
- * too, so this subclass adds them. Only ws calls close() without a reason;
- * every close of ours names one.
- */
-function socketClassFor(maxFrameBytes: number): typeof WebSocket {
-  const fatalTexts = new Map<number, string>([
-    [CLOSE_MESSAGE_TOO_BIG, encodeFatalError('validation_error', JSON.stringify(`frame exceeds the limit of ${maxFrameBytes} bytes`))],
-    [CLOSE_INVALID_PAYLOAD, encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in a text frame'))],
-  ]);
-  return class GatewaySocket extends WebSocket {
-    override close(code?: number, data?: string | Buffer): void {
-      const fatal = code === undefined ? undefined : fatalTexts.get(code);
-      if (data === undefined && fatal !== undefined && this.readyState === WebSocket.OPEN) {
-        this.send(fatal);
-        return super.close(code, REASON_VALIDATION_ERROR);
-      }
-      super.close(code, data);
-    }
-  };
 }
