@@ -16,7 +16,8 @@ export type ConnectionListener = (connection: Connection) => void;
 @Injectable()
 export class ConnectionRegistry {
   private readonly byId = new Map<string, Connection>();
-  private readonly byUser = new Map<string, Set<Connection>>();
+  /** A user's one connection as itself (the usual case, no Set to hold); two or more in a Set. */
+  private readonly byUser = new Map<string, Connection | Set<Connection>>();
   private readonly removeListeners: ConnectionListener[] = [];
   private readonly onSlowConsumer: (connection: Connection) => void;
 
@@ -44,9 +45,10 @@ export class ConnectionRegistry {
 
   /** Index a connection under its user once authorized. */
   bindUser(connection: Connection, userId: string): void {
-    let set = this.byUser.get(userId);
-    if (set === undefined) this.byUser.set(userId, (set = new Set()));
-    set.add(connection);
+    const held = this.byUser.get(userId);
+    if (held === undefined) this.byUser.set(userId, connection);
+    else if (held instanceof Set) held.add(connection);
+    else if (held !== connection) this.byUser.set(userId, new Set([held, connection]));
   }
 
   /** Remove and notify listeners; a second call is a no-op. */
@@ -56,11 +58,7 @@ export class ConnectionRegistry {
     connection.state = 'closed';
     this.metrics.connections.dec();
     const userId = connection.userId;
-    if (userId !== null) {
-      const set = this.byUser.get(userId);
-      set?.delete(connection);
-      if (set?.size === 0) this.byUser.delete(userId);
-    }
+    if (userId !== null) this.unbindUser(connection, userId);
     for (const listener of this.removeListeners) listener(connection);
   }
 
@@ -68,9 +66,15 @@ export class ConnectionRegistry {
     return this.byId.get(connectionId);
   }
 
-  /** Authorized connections of a user on this node (empty when none). */
-  ofUser(userId: string): ReadonlySet<Connection> {
-    return this.byUser.get(userId) ?? EMPTY;
+  /** Authorized connections of a user on this node (none when the user has none). */
+  ofUser(userId: string): Iterable<Connection> {
+    const held = this.byUser.get(userId);
+    return held === undefined ? NONE : held instanceof Set ? held : [held];
+  }
+
+  /** Whether the user has an authorized connection on this node. */
+  hasUser(userId: string): boolean {
+    return this.byUser.has(userId);
   }
 
   all(): IterableIterator<Connection> {
@@ -80,6 +84,17 @@ export class ConnectionRegistry {
   onRemove(listener: ConnectionListener): void {
     this.removeListeners.push(listener);
   }
+
+  private unbindUser(connection: Connection, userId: string): void {
+    const held = this.byUser.get(userId);
+    if (held === connection) {
+      this.byUser.delete(userId);
+    } else if (held instanceof Set) {
+      held.delete(connection);
+      // Back to the one-connection form.
+      if (held.size === 1) this.byUser.set(userId, held.values().next().value!);
+    }
+  }
 }
 
-const EMPTY: ReadonlySet<Connection> = new Set();
+const NONE: readonly Connection[] = [];

@@ -1,6 +1,6 @@
 import { Injectable, Logger } from '@nestjs/common';
 import type { IncomingMessage } from 'node:http';
-import { AuthService } from '../auth/auth.service';
+import { AuthRequest, AuthService } from '../auth/auth.service';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { LatticeService } from '../lattice/lattice.service';
@@ -35,17 +35,27 @@ export class HelloService {
     this.fatalSent = metrics.framesSent.labels('fatal_error');
   }
 
-  /** Authorize `connection` and, when the backend agrees, run the hello sequence. */
-  async start(connection: Connection, req: IncomingMessage): Promise<void> {
+  /**
+   * Authorize `connection` and, when the backend agrees, run the hello
+   * sequence. Reads what it needs from `req` at once, so the upgrade request
+   * is not kept while the backend answers.
+   */
+  start(connection: Connection, req: IncomingMessage): Promise<void> {
     if (hasDuplicateCredentialHeaders(req.rawHeaders)) {
       // SPEC §2: no backend call; fatal 400 and close 4400.
-      return this.refuse(connection, 400, 'null');
+      return this.authorizeThenGreet(connection, null);
     }
-    const outcome = await this.auth.authorize(connection, {
+    return this.authorizeThenGreet(connection, {
       cookie: req.headers.cookie ?? null,
       authorization: req.headers.authorization ?? null,
       queryString: queryStringOf(req.url),
     });
+  }
+
+  /** `request` null: refused before asking the backend (SPEC §2 duplicate credentials). */
+  private async authorizeThenGreet(connection: Connection, request: AuthRequest | null): Promise<void> {
+    if (request === null) return this.refuse(connection, 400, 'null');
+    const outcome = await this.auth.authorize(connection, request);
     // [fix] an answer that arrives after its client left is ignored.
     if (connection.state !== 'pending') return;
     if (!outcome.ok) return this.refuse(connection, outcome.status, outcome.dataJson);

@@ -122,7 +122,7 @@ export class SessionsService implements OnModuleDestroy {
     if (this.sessions.get(userId) !== session || session.status !== 'active') return;
     if (session.deadlineAt > Date.now()) return this.schedule(session);
     if (this.config.sessions.shouldNotifyInactive) this.notifyInactive(session);
-    if (this.registry.ofUser(userId).size > 0) {
+    if (this.registry.hasUser(userId)) {
       session.status = 'inactive';
       this.announce(userId, 'inactive');
     } else {
@@ -132,7 +132,7 @@ export class SessionsService implements OnModuleDestroy {
 
   private onConnectionGone(connection: Connection): void {
     const userId = connection.userId;
-    if (userId === null || this.registry.ofUser(userId).size > 0) return;
+    if (userId === null || this.registry.hasUser(userId)) return;
     if (this.sessions.get(userId)?.status === 'inactive') this.end(userId);
   }
 
