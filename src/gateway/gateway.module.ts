@@ -7,6 +7,7 @@ import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { UpstreamModule } from '../upstream/upstream.module';
 import { ClientFramesService } from './client-frames.service';
 import { HeartbeatService } from './heartbeat.service';
+import { HelloSequenceService } from './hello-sequence.service';
 import { HelloService } from './hello.service';
 import { LatticeGateway } from './lattice.gateway';
 import { PublicListener } from './public-listener';
@@ -14,7 +15,7 @@ import { PublicListener } from './public-listener';
 /** The public edge: handshake, WebSocket lifecycle, client frames. */
 @Module({
   imports: [AuthModule, UpstreamModule, ConnectionsModule, SessionsModule, LatticeModule, UsersLatticeModule],
-  providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HeartbeatService],
+  providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HelloSequenceService, HeartbeatService],
   exports: [PublicListener],
 })
 export class GatewayModule {}

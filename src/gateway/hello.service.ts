@@ -3,35 +3,29 @@ import type { IncomingMessage } from 'node:http';
 import { AuthRequest, AuthService } from '../auth/auth.service';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { LatticeService } from '../lattice/lattice.service';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { REASON_BACKEND_ERROR, backendErrorCloseCode } from '../protocol/close-codes';
-import { encodeFatalError, encodeHello } from '../protocol/frames';
+import { encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
-import { PresenceService } from '../users-lattice/presence.service';
-import { ClientFramesService } from './client-frames.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
+import { HelloSequenceService } from './hello-sequence.service';
 
 /**
- * The life of a connection up to and right after `hello` (SPEC §2–3), written
- * in the order the spec gives.
+ * The life of a connection up to `hello` (SPEC §2–3): authorize, then refuse
+ * or bind the user, start its session and hand over to the hello sequence.
  */
 @Injectable()
 export class HelloService {
   private readonly logger = new Logger(HelloService.name);
-  private readonly helloSent;
   private readonly fatalSent;
 
   constructor(
     private readonly auth: AuthService,
     private readonly registry: ConnectionRegistry,
-    private readonly frames: ClientFramesService,
     private readonly sessions: SessionsService,
-    private readonly lattices: LatticeService,
-    private readonly presence: PresenceService,
+    private readonly helloSequence: HelloSequenceService,
     metrics: GatewayMetrics,
   ) {
-    this.helloSent = metrics.framesSent.labels('hello');
     this.fatalSent = metrics.framesSent.labels('fatal_error');
   }
 
@@ -41,18 +35,13 @@ export class HelloService {
    * is not kept while the backend answers.
    */
   start(connection: Connection, req: IncomingMessage): Promise<void> {
-    if (hasDuplicateCredentialHeaders(req.rawHeaders)) {
-      // SPEC §2: no backend call; fatal 400 and close 4400.
-      return this.authorizeThenGreet(connection, null);
-    }
-    return this.authorizeThenGreet(connection, {
-      cookie: req.headers.cookie ?? null,
-      authorization: req.headers.authorization ?? null,
-      queryString: queryStringOf(req.url),
-    });
+    // SPEC §2: Cookie or Authorization sent twice gets no backend call (null): fatal 400, close 4400.
+    const request = hasDuplicateCredentialHeaders(req.rawHeaders)
+      ? null
+      : { cookie: req.headers.cookie ?? null, authorization: req.headers.authorization ?? null, queryString: queryStringOf(req.url) };
+    return this.authorizeThenGreet(connection, request);
   }
 
-  /** `request` null: refused before asking the backend (SPEC §2 duplicate credentials). */
   private async authorizeThenGreet(connection: Connection, request: AuthRequest | null): Promise<void> {
     if (request === null) return this.refuse(connection, 400, 'null');
     const outcome = await this.auth.authorize(connection, request);
@@ -66,18 +55,7 @@ export class HelloService {
     this.sessions.authorized(connection);
     connection.state = 'ready';
     if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
-    this.sendHelloSequence(connection);
-  }
-
-  /** SPEC §3 order: hello → buffered messages → lattice snapshots → users snapshot → early client frames. */
-  private sendHelloSequence(connection: Connection): void {
-    const early = connection.takeEarly();
-    connection.send(encodeHello(connection.identity!.json));
-    this.helloSent.inc();
-    for (const frame of early.messages) connection.send(frame);
-    this.lattices.sendSnapshots(connection);
-    this.presence.sendSnapshot(connection);
-    for (const frame of early.frames) this.frames.onFrame(connection, frame.data, frame.isBinary);
+    this.helloSequence.send(connection);
   }
 
   private refuse(connection: Connection, status: number, dataJson: string): void {

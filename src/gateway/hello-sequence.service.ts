@@ -1,0 +1,33 @@
+import { Injectable } from '@nestjs/common';
+import { Connection } from '../connections/connection';
+import { LatticeService } from '../lattice/lattice.service';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { encodeHello } from '../protocol/frames';
+import { PresenceService } from '../users-lattice/presence.service';
+import { ClientFramesService } from './client-frames.service';
+
+/** What an authorized connection receives first, in the order SPEC §3 gives. */
+@Injectable()
+export class HelloSequenceService {
+  private readonly helloSent;
+
+  constructor(
+    private readonly frames: ClientFramesService,
+    private readonly lattices: LatticeService,
+    private readonly presence: PresenceService,
+    metrics: GatewayMetrics,
+  ) {
+    this.helloSent = metrics.framesSent.labels('hello');
+  }
+
+  /** hello → buffered messages → lattice snapshots → users snapshot → early client frames. */
+  send(connection: Connection): void {
+    const early = connection.takeEarly();
+    connection.send(encodeHello(connection.identity!.json));
+    this.helloSent.inc();
+    for (const frame of early.messages) connection.send(frame);
+    this.lattices.sendSnapshots(connection);
+    this.presence.sendSnapshot(connection);
+    for (const frame of early.frames) this.frames.onFrame(connection, frame.data, frame.isBinary);
+  }
+}
