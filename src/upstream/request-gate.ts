@@ -1,121 +1,38 @@
 /**
- * Admission for one destination (SPEC §1): at most `maxInFlight` requests run;
- * up to `queueLimit` wait in FIFO order; beyond that a caller is refused at
- * once. A waiter gives up when its wait time runs out. Every waiter of one
- * gate waits at most the destination's timeout, so deadlines grow in queue
- * order and one timer, armed for the oldest waiter, serves the whole queue.
- * Plain TS, no I/O.
+ * Admission for one destination (SPEC §1): `maxSockets` requests run and up to
+ * `queueLimit` more wait for a socket; beyond that a request is refused at
+ * once. It only counts: the waiting itself happens in the destination's
+ * http.Agent, whose FIFO queue hands a freed socket straight to the next
+ * request (cheaper than parking the socket and taking it back). Each request's
+ * own timer covers its time in that queue. Plain TS, no I/O.
  */
 export class RequestGate {
-  private inFlight = 0;
-  private readonly waiting: Waiter[] = [];
-  private head = 0;
-  private waitingCount = 0;
-  private timer: NodeJS.Timeout | null = null;
+  private admitted = 0;
 
   constructor(
-    private readonly maxInFlight: number,
+    private readonly maxSockets: number,
     private readonly queueLimit: number,
   ) {}
 
-  /** Take a slot now if one is free (the fast path: no promise, no timer). */
-  tryAcquire(): boolean {
-    if (this.inFlight >= this.maxInFlight) return false;
-    this.inFlight++;
+  /** Admit a request (true) or refuse it because the queue is full (false). */
+  tryAdmit(): boolean {
+    if (this.admitted >= this.maxSockets + this.queueLimit) return false;
+    this.admitted++;
     return true;
   }
 
-  /** True when a caller that cannot start now would be refused. */
-  get isQueueFull(): boolean {
-    return this.waitingCount >= this.queueLimit;
-  }
-
-  /**
-   * `true` (at once) when the caller may start; `false` when the queue is full;
-   * otherwise a promise of `true` when a slot is handed over, or `false` when
-   * `waitMs` passes first.
-   */
-  acquire(waitMs: number): Promise<boolean> | boolean {
-    if (this.tryAcquire()) return true;
-    if (this.isQueueFull || waitMs <= 0) return false;
-    return new Promise<boolean>((resolve) => {
-      this.waiting.push({ resolve, deadlineAt: Date.now() + waitMs, isDone: false });
-      this.waitingCount++;
-      if (this.timer === null) this.arm();
-    });
-  }
-
-  /** Give back a slot taken by a successful acquire; hands it to the next waiter. */
+  /** An admitted request is done (answered, failed or timed out). */
   release(): void {
-    const next = this.nextWaiter();
-    if (next === undefined) {
-      this.inFlight--;
-      return;
-    }
-    next.isDone = true;
-    this.waitingCount--;
-    next.resolve(true);
+    this.admitted--;
   }
 
-  /** Requests running now. */
+  /** Requests holding a socket now. */
   get running(): number {
-    return this.inFlight;
+    return Math.min(this.admitted, this.maxSockets);
   }
 
-  /** Requests waiting for a slot. */
+  /** Requests waiting for a socket. */
   get queued(): number {
-    return this.waitingCount;
+    return Math.max(0, this.admitted - this.maxSockets);
   }
-
-  private nextWaiter(): Waiter | undefined {
-    while (this.head < this.waiting.length) {
-      const waiter = this.waiting[this.head++];
-      if (!waiter.isDone) {
-        this.compact();
-        return waiter;
-      }
-    }
-    this.compact();
-    return undefined;
-  }
-
-  /** Arm the one timer for the oldest live waiter. */
-  private arm(): void {
-    let at = this.head;
-    while (at < this.waiting.length && this.waiting[at].isDone) at++;
-    const oldest = this.waiting[at];
-    if (oldest === undefined) return;
-    this.timer = setTimeout(() => this.expire(), Math.max(0, oldest.deadlineAt - Date.now()));
-    this.timer.unref();
-  }
-
-  private expire(): void {
-    this.timer = null;
-    const now = Date.now();
-    for (let i = this.head; i < this.waiting.length; i++) {
-      const waiter = this.waiting[i];
-      if (waiter.isDone) continue;
-      if (waiter.deadlineAt > now) break;
-      waiter.isDone = true;
-      this.waitingCount--;
-      waiter.resolve(false);
-    }
-    if (this.waitingCount > 0) this.arm();
-  }
-
-  private compact(): void {
-    if (this.head === this.waiting.length) {
-      this.waiting.length = 0;
-      this.head = 0;
-    } else if (this.head > 1024 && this.head * 2 > this.waiting.length) {
-      this.waiting.splice(0, this.head);
-      this.head = 0;
-    }
-  }
-}
-
-interface Waiter {
-  isDone: boolean;
-  readonly deadlineAt: number;
-  readonly resolve: (admitted: boolean) => void;
 }

@@ -55,15 +55,12 @@ export class UpstreamClient implements OnModuleDestroy {
     }
   }
 
-  /** POST `body` (JSON text) to `route`. */
+  /** POST `body` (JSON text) to `route`. Resolves with the outcome; never rejects. */
   post(route: Route, body: string, headers: UpstreamHeaders, kind: UpstreamKind): Promise<UpstreamResponse> {
     const pool = this.pools.get(route.destination.name)!;
     const startedAt = performance.now();
-    const deadlineAt = startedAt + pool.destination.timeoutMs;
-    const exchange = pool.gate.tryAcquire()
-      ? this.send(pool, route.path, body, headers, deadlineAt)
-      : this.queueThenSend(pool, route.path, body, headers, deadlineAt);
-    return exchange.then((response) => this.record(pool, kind, response, startedAt));
+    if (!pool.gate.tryAdmit()) return Promise.resolve(this.record(pool, kind, QUEUE_FULL, startedAt));
+    return this.send(pool, route.path, body, headers, kind, startedAt);
   }
 
   /** Requests waiting or running, over all destinations (shutdown drains on this). */
@@ -77,15 +74,11 @@ export class UpstreamClient implements OnModuleDestroy {
     for (const pool of this.pools.values()) pool.agent.destroy();
   }
 
-  /** No free socket: wait in the destination's queue, the wait counting toward the timeout (SPEC §1). */
-  private async queueThenSend(pool: Pool, path: string, body: string, headers: UpstreamHeaders, deadlineAt: number): Promise<UpstreamResponse> {
-    if (pool.gate.isQueueFull) return { kind: 'queue_full' };
-    if (!(await pool.gate.acquire(deadlineAt - performance.now()))) return { kind: 'timeout' };
-    return this.send(pool, path, body, headers, deadlineAt);
-  }
-
-  /** One exchange on a slot already taken; gives the slot back when done. Never rejects. */
-  private send(pool: Pool, path: string, body: string, headers: UpstreamHeaders, deadlineAt: number): Promise<UpstreamResponse> {
+  /**
+   * One exchange, admitted: it may wait in the agent's queue for a socket. Its
+   * timer runs from `startedAt`, so queue time counts toward the timeout (SPEC §1).
+   */
+  private send(pool: Pool, path: string, body: string, headers: UpstreamHeaders, kind: UpstreamKind, startedAt: number): Promise<UpstreamResponse> {
     // A flat [name, value, …] array: Node writes it as is, without a setHeader per header.
     const requestHeaders = pool.baseHeaders.concat('Content-Length', String(Buffer.byteLength(body)));
     if (headers.authorization !== undefined) requestHeaders.push('Authorization', headers.authorization);
@@ -93,23 +86,30 @@ export class UpstreamClient implements OnModuleDestroy {
       requestHeaders.push(pool.destination.requestIdHeader, headers.requestId);
     }
     return new Promise<UpstreamResponse>((resolve) => {
-      let isTimedOut = false;
+      let timer: NodeJS.Timeout | undefined;
       let isFinished = false;
       const finish = (response: UpstreamResponse): void => {
         if (isFinished) return;
         isFinished = true;
         clearTimeout(timer);
         pool.gate.release();
-        resolve(response);
+        resolve(this.record(pool, kind, response, startedAt));
       };
       const options = { agent: pool.agent, hostname: pool.hostname, port: pool.port, method: 'POST', path, headers: requestHeaders };
-      const req = pool.request(options, (res) => this.readResponse(req, res, finish));
+      let req: http.ClientRequest;
+      try {
+        req = pool.request(options, (res) => this.readResponse(req, res, finish));
+      } catch (err) {
+        // Node refuses a header value synchronously; ours are validated, but the slot must come back.
+        return finish({ kind: 'connection_error', reason: (err as Error).message });
+      }
       // A plain timer, not an AbortSignal: the signal's listeners cost ~7% of the call path (bench/RESULTS.md).
-      const timer = setTimeout(() => {
-        isTimedOut = true;
+      // Destroying a request still queued in the agent is safe: when its turn comes it hands the socket on.
+      timer = setTimeout(() => {
+        finish(TIMEOUT);
         req.destroy();
-      }, deadlineAt - performance.now());
-      req.on('error', (err) => finish(isTimedOut ? { kind: 'timeout' } : { kind: 'connection_error', reason: err.message }));
+      }, pool.destination.timeoutMs - (performance.now() - startedAt));
+      req.on('error', (err) => finish({ kind: 'connection_error', reason: err.message }));
       req.end(body);
     });
   }
@@ -131,6 +131,7 @@ export class UpstreamClient implements OnModuleDestroy {
     res.on('error', (err) => resolve({ kind: 'connection_error', reason: err.message }));
   }
 
+  /** Count the outcome and its duration; returns `response`. */
   private record(pool: Pool, kind: UpstreamKind, response: UpstreamResponse, startedAt: number): UpstreamResponse {
     const outcome = response.kind === 'response' ? (response.status === 200 ? 'ok' : 'http_' + response.status) : response.kind;
     const key = kind + ' ' + outcome;
@@ -142,6 +143,9 @@ export class UpstreamClient implements OnModuleDestroy {
   }
 }
 
+const QUEUE_FULL: UpstreamResponse = { kind: 'queue_full' };
+const TIMEOUT: UpstreamResponse = { kind: 'timeout' };
+
 /** MAX_PAYLOAD_BYTES bounds upstream response bodies (SPEC §1): drop the exchange. */
 function tooLarge(req: http.ClientRequest, resolve: (r: UpstreamResponse) => void): void {
   resolve({ kind: 'too_large' });
@@ -151,6 +155,7 @@ function tooLarge(req: http.ClientRequest, resolve: (r: UpstreamResponse) => voi
 function createPool(destination: Destination, version: string, metrics: GatewayMetrics): Pool {
   const url = new URL(destination.url);
   const isHttps = url.protocol === 'https:';
+  // The agent queues requests beyond maxSockets itself (RequestGate only counts them).
   const agentOptions = { keepAlive: true, maxSockets: destination.maxSockets, maxFreeSockets: destination.maxSockets };
   // With array headers Node adds no Host header of its own.
   const host = destination.overrideHostHeader ?? url.host;

@@ -209,6 +209,29 @@ describe('client calls (SPEC §4)', () => {
     });
   });
 
+  describe('with UPSTREAM_TIMEOUT=300ms and UPSTREAM_MAX_SOCKETS=1', () => {
+    beforeEach(async () => {
+      t = await startTestGateway({ UPSTREAM_TIMEOUT: '300ms', UPSTREAM_MAX_SOCKETS: '1' });
+      ({ client } = await t.hello());
+    });
+
+    it('counts time in the queue toward the timeout, then serves the next call', async () => {
+      t.upstream.on('POST /slow', 'hang');
+      const issuedAt = Date.now();
+      client.send(['slow', { request_id: 1 }, [], {}]); // holds the only socket
+      await t.upstream.requestTo('/slow');
+      client.send(['queued', { request_id: 2 }, [], {}]); // waits for the socket the whole time
+      const timedOut = ['error', { error_kind: 'http_error', http_error: 500 }, null];
+      const replies = [await client.next(), await client.next()];
+      expect(replies).toEqual([timedOut, timedOut].map(([k, m, d], i) => [k, { request_id: i + 1, ...(m as object) }, d]));
+      // The queued call timed out within its own 300 ms, never reaching the upstream.
+      expect(Date.now() - issuedAt).toBeLessThan(1500);
+      expect(callPaths(t)).toEqual(['/slow']);
+      expect(await client.call('after', { request_id: 3 })).toEqual(['result', { request_id: 3 }, { args: [], kwargs: {} }]);
+      expect(callPaths(t)).toEqual(['/slow', '/after']);
+    });
+  });
+
   describe('with MAX_PAYLOAD_BYTES=1KiB', () => {
     beforeEach(async () => {
       t = await startTestGateway({ MAX_PAYLOAD_BYTES: '1KiB' });
