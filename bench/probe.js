@@ -29,8 +29,10 @@ if (typeof process.send === 'function') {
       }
       // After a full GC the young generation is empty, but V8 keeps the pages it grew
       // to during a burst of allocation (up to 32 MiB) until its memory reducer runs.
-      const young = v8.getHeapSpaceStatistics().find((s) => s.space_name === 'new_space');
-      return { ...process.memoryUsage(), youngPhysical: young ? young.physical_space_size : 0, youngUsed: young ? young.space_used_size : 0 };
+      const spaces = v8.getHeapSpaceStatistics();
+      const young = spaces.find((s) => s.space_name === 'new_space');
+      const bySpace = Object.fromEntries(spaces.map((s) => [s.space_name, { physical: s.physical_space_size, used: s.space_used_size }]));
+      return { ...process.memoryUsage(), youngPhysical: young ? young.physical_space_size : 0, youngUsed: young ? young.space_used_size : 0, spaces: bySpace };
     },
     cpu() {
       return process.cpuUsage();

@@ -320,6 +320,8 @@ const idle = {
       rssSettledPerConn: (after.rssSettled - before.rssSettled) / n,
       heapPerConn: (after.heapUsed - before.heapUsed) / n,
       externalPerConn: (after.external - before.external) / n,
+      // Old-space pages kept but empty after the full GC: fragmentation left by garbage promoted while connecting.
+      oldFreePerConn: after.spaces && before.spaces ? (oldFree(after) - oldFree(before)) / n : null,
       losses: open.failed,
     };
   },
@@ -374,6 +376,11 @@ const lattice = {
   },
 };
 
+function oldFree(memory) {
+  const old = memory.spaces.old_space;
+  return old ? old.physical - old.used : 0;
+}
+
 /** Drop the raw per-connection samples before results go to JSON. */
 function strip(open) {
   const { helloMs: _, ...rest } = open;
@@ -423,6 +430,11 @@ function rows(name, label, res) {
       add('RSS per conn, empty young gen excluded', 'KiB', (r) => r.rssSettledPerConn / 1024, { op: '<=', value: 1.5 });
       add('raw RSS per connection', 'KiB', (r) => r.rssPerConn / 1024);
       add('heap used per connection', 'KiB', (r) => r.heapPerConn / 1024);
+      {
+        // A diagnostic, no ratio: the baseline's figure is near 0, so a ratio would only be noise.
+        const free = (r) => (r.oldFreePerConn === null ? null : r.oldFreePerConn / 1024);
+        out.push({ ...row(label, 'old space free after GC per conn', 'KiB', pick(g, free), pick(b, free)), ratio: null });
+      }
       add('RSS total', 'MiB', (r) => r.rssAfter / 1048576);
       add('open + subscribe', 'conn/s', (r) => (1000 * r.n) / r.open.readyMs);
       add('failed connections', '', (r) => r.losses, { op: '==0' });

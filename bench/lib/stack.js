@@ -232,7 +232,7 @@ async function memoryOf(server) {
   const v8 = await server.request({ probe: 'mem', gc: true }, 30_000);
   await sleep(500);
   const rss = rssOf(server.pid);
-  return { rss, rssSettled: rss - v8.youngPhysical, youngPhysical: v8.youngPhysical, heapTotal: v8.heapTotal, heapUsed: v8.heapUsed, external: v8.external, arrayBuffers: v8.arrayBuffers };
+  return { rss, rssSettled: rss - v8.youngPhysical, youngPhysical: v8.youngPhysical, heapTotal: v8.heapTotal, heapUsed: v8.heapUsed, external: v8.external, arrayBuffers: v8.arrayBuffers, spaces: v8.spaces };
 }
 
 /** CPU time (ms) the server spent between two calls: `const t = await cpuOf(s); ...; await t.since()`. */
