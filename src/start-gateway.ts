@@ -3,7 +3,9 @@ import { NestFactory } from '@nestjs/core';
 import { NestExpressApplication } from '@nestjs/platform-express';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
+import type { NextFunction, Request, Response } from 'express';
 import { AppModule } from './app.module';
+import { BackendApiEntryMiddleware } from './backend-api/backend-api-entry.middleware';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
 import { PublicListener } from './gateway/public-listener';
@@ -31,6 +33,9 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   });
   Logger.overrideLogger(nestLevelsOf(config.log.level)); // makes Logger.isLevelEnabled answer
   app.disable('x-powered-by');
+  // Ahead of Nest's router, which app.listen() adds: see BackendApiEntryMiddleware.
+  const entry = app.get(BackendApiEntryMiddleware);
+  app.use('/v1', (req: Request, res: Response, next: NextFunction) => entry.use(req, res, next));
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));
   const shutdown = app.get(ShutdownService);

@@ -1,0 +1,62 @@
+import { Injectable, NestMiddleware } from '@nestjs/common';
+import type { NextFunction, Request, Response } from 'express';
+import { timingSafeEqual } from 'node:crypto';
+import { GatewayConfig } from '../config/gateway-config';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { BackendApiError, writeApiError } from './backend-api.error';
+import { endpointLabel } from './endpoint-label';
+
+const BEARER = /^bearer\s+(.+)$/i;
+const UNAUTHORIZED = new BackendApiError(401);
+const NOT_FOUND = new BackendApiError(404);
+
+/**
+ * Where every /v1 request enters, mounted on Express ahead of Nest's router
+ * (startGateway), so it runs even when a route cannot be matched or its path
+ * cannot be decoded (`%zz`). In order:
+ * 1. counts the answer, once finished, by endpoint shape and status (SPEC §10);
+ * 2. SPEC §1 [ext]: with BACKEND_API_TOKEN set, `Authorization: Bearer <token>`
+ *    is required (constant-time compare): 401 before 404, 400 and 413;
+ * 3. SPEC §5: an empty path part is a 404 (Express routes are not strict, so
+ *    `/v1/connection/<cid>/users/` would otherwise reach endpoint 7).
+ * One function, not three Nest middlewares: each of those is a router layer
+ * matched on every request.
+ */
+@Injectable()
+export class BackendApiEntryMiddleware implements NestMiddleware {
+  private readonly expected: Buffer | null;
+  /** Counter children by `<endpoint> <status>`, bound on first use (a bounded set). */
+  private readonly counters = new Map<string, { inc(): void }>();
+
+  constructor(
+    config: GatewayConfig,
+    private readonly metrics: GatewayMetrics,
+  ) {
+    this.expected = config.backendApiToken === null ? null : Buffer.from(config.backendApiToken);
+  }
+
+  use(req: Request, res: Response, next: NextFunction): void {
+    const path = req.originalUrl.split('?')[0];
+    const endpoint = endpointLabel(req.method, path);
+    res.once('finish', () => this.count(endpoint, res.statusCode));
+    if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
+    if (path.slice(1).split('/').includes('')) return writeApiError(res, NOT_FOUND);
+    next();
+  }
+
+  private count(endpoint: string, status: number): void {
+    const key = endpoint + ' ' + status;
+    let counter = this.counters.get(key);
+    if (counter === undefined) this.counters.set(key, (counter = this.metrics.backendApiRequests.labels(endpoint, String(status))));
+    counter.inc();
+  }
+
+  /** No token configured, or the header carries it. */
+  private allows(header: string | undefined): boolean {
+    if (this.expected === null) return true;
+    const match = header === undefined ? null : BEARER.exec(header);
+    if (match === null) return false;
+    const given = Buffer.from(match[1].trim());
+    return given.length === this.expected.length && timingSafeEqual(given, this.expected);
+  }
+}
