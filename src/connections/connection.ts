@@ -30,6 +30,7 @@ export class Connection {
   private earlyFramesBytes = 0;
   /** Topic message frames published before hello, in publish order; null until one is kept. */
   private earlyMessages: Buffer[] | null = null;
+  private earlyMessagesBytes = 0;
   private isSlow = false;
 
   constructor(
@@ -63,10 +64,20 @@ export class Connection {
     return true;
   }
 
-  /** Send now when ready; keep for after hello when pending (topic messages, SPEC §3). */
+  /**
+   * Send now when ready; keep for after hello when pending (topic messages,
+   * SPEC §3). Kept frames are accepted and unsent, so the slow-consumer limit
+   * bounds them too (SPEC §9): beyond it the pending connection is closed.
+   */
   sendOrKeep(frame: Buffer): void {
-    if (this.state === 'pending') (this.earlyMessages ??= []).push(frame);
-    else this.send(frame);
+    if (this.state !== 'pending') return void this.send(frame);
+    if (this.isSlow) return;
+    this.earlyMessagesBytes += frame.length;
+    if (this.earlyMessagesBytes > this.maxQueueBytes) {
+      this.earlyMessages = null;
+      return this.closeAsSlowConsumer();
+    }
+    (this.earlyMessages ??= []).push(frame);
   }
 
   /**
@@ -84,6 +95,7 @@ export class Connection {
   takeEarly(): { messages: Buffer[]; frames: EarlyFrame[] } {
     const early = { messages: this.earlyMessages ?? [], frames: this.earlyFrames ?? [] };
     this.earlyMessages = null;
+    this.earlyMessagesBytes = 0;
     this.earlyFrames = null;
     this.earlyFramesBytes = 0;
     return early;

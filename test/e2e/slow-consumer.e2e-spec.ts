@@ -100,4 +100,19 @@ describe('slow consumer', () => {
     await t.untilOpenConnections(0, 7000);
     tcp.destroy();
   }, 20000);
+  it('closes a connection awaiting hello whose buffered messages exceed the limit, without a hello', async () => {
+    t.upstream.on('POST /gateway/authorize_connection', 'hang');
+    const client = await t.connect({ query: 'user=pending' });
+    const cid = await t.connectionIdOf('user=pending');
+    expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/flood`)).status).toBe(204);
+    // Messages for a connection before its hello are kept for it: frames accepted and not
+    // yet written, so CLIENT_QUEUE_MAX_BYTES (64 KiB here) bounds them too (SPEC §9).
+    for (let seq = 0; seq < 8; seq++) {
+      expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq, pad: PAYLOAD })).status).toBe(204);
+    }
+    expect(await client.closed()).toEqual({ code: 1008, reason: 'slow_consumer' });
+    expect(client.frames).toEqual([]);
+    expect(await slowConsumerCloses()).toBe(1);
+    await t.untilOpenConnections(0);
+  });
 });
