@@ -227,6 +227,25 @@ describe('authorization (SPEC §3)', () => {
     });
   });
 
+  describe('before hello, with CLIENT_QUEUE_MAX_BYTES=1KiB', () => {
+    beforeEach(async () => (t = await startTestGateway({ CLIENT_QUEUE_MAX_BYTES: '1KiB' })));
+
+    it('closes 1008 early_frames_over_limit when frames before hello exceed CLIENT_QUEUE_MAX_BYTES', async () => {
+      t.upstream.on(`POST ${AUTH_PATH}`, 'hang');
+      const client = await t.connect();
+      await t.upstream.requestTo(AUTH_PATH);
+      const frame = JSON.stringify(['x', { request_id: 1 }, ['p'.repeat(400)], {}]);
+      client.send(frame); // ~430 bytes kept
+      client.send(frame); // ~860
+      await client.flush();
+      expect(client.socket.readyState).toBe(client.socket.OPEN);
+      client.send(frame); // over 1 KiB
+      expect(await client.closed()).toEqual({ code: 1008, reason: 'early_frames_over_limit' });
+      expect(client.frames).toEqual([]);
+      expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH]);
+    });
+  });
+
   describe('before hello (one upstream socket, so upstream order is send order)', () => {
     beforeEach(async () => (t = await startTestGateway({ UPSTREAM_MAX_SOCKETS: '1', NEW_CONNECTION_IDLE_TIMEOUT: '200ms' })));
 
