@@ -1,5 +1,5 @@
 import { TestGateway, startTestGateway } from './harness/gateway';
-import { ApiResponse, api } from './harness/http';
+import { ApiResponse, api, chunked } from './harness/http';
 import { rawStatusLine } from './harness/raw-http';
 
 /**
@@ -49,18 +49,6 @@ function expectBadRequest(res: ApiResponse, what: string): { error: string; mess
   expect((body.error as string).length).toBeGreaterThan(0);
   expect((body.message as string).length).toBeGreaterThan(0);
   return body as { error: string; message: string };
-}
-
-/** A request whose body is streamed, so fetch sends `Transfer-Encoding: chunked` and no Content-Length. */
-function chunked(baseUrl: string, method: string, path: string, chunks: string[], headers: Record<string, string> = {}): Promise<Response> {
-  const encoder = new TextEncoder();
-  const body = new ReadableStream<Uint8Array>({
-    start(controller) {
-      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
-      controller.close();
-    },
-  });
-  return fetch(baseUrl + path, { method, body, headers: { 'Content-Type': 'application/json', ...headers }, duplex: 'half' } as RequestInit);
 }
 
 describe('backend API validation (SPEC §5)', () => {

@@ -38,3 +38,15 @@ export async function untilStatus(url: string, status: number, ms = 2000): Promi
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
+
+/** A request whose body is streamed, so fetch sends `Transfer-Encoding: chunked` and no Content-Length. */
+export function chunked(baseUrl: string, method: string, path: string, chunks: string[], headers: Record<string, string> = {}): Promise<Response> {
+  const encoder = new TextEncoder();
+  const body = new ReadableStream<Uint8Array>({
+    start(controller) {
+      for (const chunk of chunks) controller.enqueue(encoder.encode(chunk));
+      controller.close();
+    },
+  });
+  return fetch(baseUrl + path, { method, body, headers: { 'Content-Type': 'application/json', ...headers }, duplex: 'half' } as RequestInit);
+}
