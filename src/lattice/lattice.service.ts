@@ -88,6 +88,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
   private deliverDelta(namespace: string, connections: ReadonlySet<Connection>, delta: LatticeDelta): void {
     const frames = new Map<string, Buffer | null>();
     const wire = pathToWire(namespace);
+    let sent = 0;
     for (const connection of connections) {
       const userId = connection.userId;
       if (userId === null || !connection.isReady) continue;
@@ -97,8 +98,10 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
         frame = visible === null ? null : Buffer.from(encodeLattice(wire, visible));
         frames.set(userId, frame);
       }
-      if (frame !== null && connection.send(frame)) this.framesSent.inc();
+      if (frame !== null && connection.send(frame)) sent++;
     }
+    // Counted once per update (prom-client hashes the labels on every inc).
+    if (sent > 0) this.framesSent.inc(sent);
   }
 
   private sendSnapshot(connection: Connection, namespace: string): void {

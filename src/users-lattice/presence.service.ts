@@ -109,7 +109,9 @@ export class PresenceService implements OnModuleInit {
     const watching = this.watchers.get(userId);
     if (watching === undefined) return;
     const frame = Buffer.from(encodeLattice(USERS_NAMESPACE, { [userId]: { status_register: register } }));
-    for (const connection of watching) if (connection.send(frame)) this.framesSent.inc();
+    let sent = 0;
+    for (const connection of watching) if (connection.send(frame)) sent++;
+    if (sent > 0) this.framesSent.inc(sent);
   }
 
   private sendStatuses(connection: Connection, userIds: Iterable<string>): void {

@@ -110,6 +110,21 @@ describe('health and metrics (SPEC §10)', () => {
       expect(after.value('gateway_frames_sent_total{type="error"}')).toBe(before.value('gateway_frames_sent_total{type="error"}') + 1);
     });
 
+    it('counts one lattice frame per receiving connection of an update', async () => {
+      const subscribers = [await t.helloAs('ann'), await t.helloAs('bob')];
+      // A shared key is visible to users with a private entry for it (SPEC §6).
+      const privateEntries = { ann: { room1: { seen_counter: 1 } }, bob: { room1: { seen_counter: 1 } } };
+      for (const { cid } of subscribers) {
+        expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/bench/rooms`, { private: privateEntries })).status).toBe(204);
+      }
+      for (const { client } of subscribers) expect((await client.next())[0]).toBe('lattice'); // snapshots
+      const before = await scrape();
+      expect((await api(t.apiUrl, 'POST', '/v1/lattice/bench/rooms', { shared: { room1: { last_message_counter: 1 } } })).status).toBe(204);
+      for (const { client } of subscribers) expect((await client.next())[0]).toBe('lattice');
+      const after = await scrape();
+      expect(after.value('gateway_frames_sent_total{type="lattice"}')).toBe(before.value('gateway_frames_sent_total{type="lattice"}') + 2);
+    });
+
     it('counts a refused authorization by its status', async () => {
       t.upstream.on('POST /gateway/authorize_connection', { status: 403, json: { error: 'no' } });
       const refused = await t.connect();
