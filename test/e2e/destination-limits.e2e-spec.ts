@@ -37,6 +37,26 @@ function authFailureLog(t: TestGateway, cid: string, ms = 2000): Promise<Record<
   );
 }
 
+/**
+ * Routes for the "env values are defaults" rows: `own.*` (and the auth request) go to
+ * destinations with `settings` of their own, everything else to `bare`, which has none.
+ */
+function ownAndBare(settings: string): (url: string) => string {
+  return (url) => `
+destinations:
+  auth: { url: "${url}", ${settings} }
+  own:  { url: "${url}", ${settings} }
+  bare: { url: "${url}" }
+handlers:
+  h:
+    path: /h
+    message_handlers:
+      "*": bare/
+      "gateway.*": auth/
+      "own.*": own/o
+`;
+}
+
 describe('destination limits (SPEC §1)', () => {
   let t: TestGateway;
   /** Release functions of every held route; afterEach frees what a failing test left held. */
@@ -119,19 +139,7 @@ handlers:
     beforeEach(async () => {
       t = await startTestGateway(
         { UPSTREAM_TIMEOUT: '200ms' },
-        (url) => `
-destinations:
-  auth: { url: "${url}", timeout: 30s }
-  own:  { url: "${url}", timeout: 30s }
-  bare: { url: "${url}" }
-handlers:
-  h:
-    path: /h
-    message_handlers:
-      "*": bare/
-      "gateway.*": auth/
-      "own.*": own/o
-`,
+        ownAndBare('timeout: 30s'),
       );
       ({ client } = await t.hello({ path: '/h' }));
     });
@@ -154,19 +162,7 @@ handlers:
     beforeEach(async () => {
       t = await startTestGateway(
         { UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_QUEUE_LIMIT: '0' },
-        (url) => `
-destinations:
-  auth: { url: "${url}", max_sockets: 10, queue_limit: 10 }
-  own:  { url: "${url}", max_sockets: 10, queue_limit: 10 }
-  bare: { url: "${url}" }
-handlers:
-  h:
-    path: /h
-    message_handlers:
-      "*": bare/
-      "gateway.*": auth/
-      "own.*": own/o
-`,
+        ownAndBare('max_sockets: 10, queue_limit: 10'),
       );
       ({ client } = await t.hello({ path: '/h' }));
     });
