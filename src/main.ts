@@ -18,8 +18,15 @@ async function main(): Promise<void> {
   const { config, warnings } = loaded;
   const logger = new JsonLogger(config.log.level, config.log.format);
   for (const warning of warnings) logger.warn({ msg: warning }, 'Config');
-  if (config.redisUrl !== null) logger.warn({ msg: 'REDIS_URL is set but cluster mode is not built yet: running as a single node' }, 'Config');
-  const gateway = await startGateway(config, logger);
+  let gateway;
+  try {
+    gateway = await startGateway(config, logger);
+  } catch (err) {
+    // e.g. NODE_ID held by a live node (SPEC §11)
+    if (!(err instanceof ConfigError)) throw err;
+    process.stderr.write(`invalid configuration:\n${err.message}\n`);
+    process.exit(1);
+  }
   logger.log({ msg: 'gateway started', node_id: config.nodeId, public_port: gateway.publicAddress.port, internal_port: gateway.internalAddress.port }, 'Main');
   const stop = (signal: string): void => {
     logger.log({ msg: 'shutdown requested', signal }, 'Main');

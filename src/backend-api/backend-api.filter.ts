@@ -1,5 +1,6 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
+import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { BackendApiError, writeApiError } from './backend-api.error';
 
 /**
@@ -15,6 +16,8 @@ export class BackendApiFilter implements ExceptionFilter {
     const res = host.switchToHttp().getResponse<Response>();
     if (res.headersSent) return;
     if (exception instanceof BackendApiError) return writeApiError(res, exception);
+    // SPEC §11: the node(s) the call needs cannot be reached now; the caller may retry.
+    if (exception instanceof ClusterUnavailableError) return writeApiError(res, new BackendApiError(503, exception.code, exception.message));
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       // Routes that do not exist, and methods a route does not support: 404, never 405.

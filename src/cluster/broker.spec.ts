@@ -1,18 +1,146 @@
-import { BrokerCommand, MemoryBroker } from './broker';
+import { randomBytes } from 'node:crypto';
+import { Logger } from '@nestjs/common';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { Broker, MemoryBroker } from './broker';
+import { ClusterNames } from './channels';
+import { NodeLiveness } from './node-liveness';
+import { RedisBroker } from './redis-broker';
+import { RedisLink } from './redis-link';
 
-describe(MemoryBroker.name, () => {
-  it('applies a command with the handler of its kind, synchronously', async () => {
-    const sut = new MemoryBroker();
-    const seen: BrokerCommand[] = [];
-    sut.handle('publish', (c) => seen.push(c));
-    sut.handle('topic_subscribe', () => seen.push({ kind: 'users_unsubscribe', connectionId: 'wrong' }));
-    const command: BrokerCommand = { kind: 'publish', topic: 't', frame: Buffer.from('x') };
-    const done = sut.dispatch(command);
-    expect(seen).toEqual([command]);
+/** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Two brokers of one cluster ("a" and "b"); on memory both names are the same single node. */
+interface Pair {
+  readonly a: Broker;
+  readonly b: Broker;
+  /** Node id that owns connection ids `<node>-x`. */
+  readonly nodeOfB: string;
+  /** Whether a and b are really two nodes. */
+  readonly isCluster: boolean;
+  close(): Promise<void>;
+}
+
+async function memoryPair(): Promise<Pair> {
+  const broker = new MemoryBroker();
+  return { a: broker, b: broker, nodeOfB: 'nodeA', isCluster: false, close: async () => undefined };
+}
+
+async function redisPair(): Promise<Pair> {
+  const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+  const links: RedisLink[] = [];
+  const brokers: RedisBroker[] = [];
+  for (const nodeId of ['nodeA', 'nodeB']) {
+    const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
+    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run the cluster specs`);
+    await new NodeLiveness(link, names, nodeId).claim();
+    const broker = new RedisBroker(link, names, nodeId, new GatewayMetrics());
+    await broker.start();
+    links.push(link);
+    brokers.push(broker);
+  }
+  return {
+    a: brokers[0],
+    b: brokers[1],
+    nodeOfB: 'nodeB',
+    isCluster: true,
+    close: async () => {
+      for (const broker of brokers) broker.stop();
+      await Promise.all(links.map((link) => link.close()));
+    },
+  };
+}
+
+beforeAll(() => Logger.overrideLogger(false));
+
+describe.each([
+  ['MemoryBroker', memoryPair],
+  ['RedisBroker', redisPair],
+])('%s', (_, makePair) => {
+  let pair: Pair;
+  beforeEach(async () => (pair = await makePair()));
+  afterEach(() => pair.close());
+
+  it('runs a command on the owner of the connection and resolves after its effect', async () => {
+    const seen: string[] = [];
+    let finish!: () => void;
+    const effect = new Promise<void>((resolve) => (finish = resolve));
+    // On one node the second registration replaces the first.
+    pair.a.handle('sub', () => void seen.push('wrong node'));
+    pair.b.handle<{ topic: string }>('sub', async (cid, data) => {
+      seen.push(`${cid}:${data.topic}`);
+      await effect;
+      seen.push('applied');
+    });
+    const done = pair.a.toOwner('sub', `${pair.nodeOfB}-x`, { topic: 't/1' });
+    await new Promise((resolve) => setImmediate(resolve));
+    let isResolved = false;
+    void done.then(() => (isResolved = true));
+    await waitUntil(() => seen.length > 0, 'the handler to run');
+    expect(isResolved).toBe(false);
+    finish();
     await done;
+    expect(seen).toEqual([`${pair.nodeOfB}-x:t/1`, 'applied']);
   });
 
-  it('throws on a kind nobody handles (a wiring bug)', () => {
-    expect(() => new MemoryBroker().dispatch({ kind: 'users_unsubscribe', connectionId: 'c' })).toThrow('no handler');
+  it('encodes data with the registered codec only when it crosses nodes', async () => {
+    const received: unknown[] = [];
+    const codec = { encode: (d: Set<string>) => [...d], decode: (j: unknown) => new Set(j as string[]) };
+    pair.b.handle<Set<string>>('users', (_, data) => void received.push(data), codec);
+    pair.a.handle<Set<string>>('users', (_, data) => void received.push(data), codec);
+    await pair.a.toOwner('users', `${pair.nodeOfB}-x`, new Set(['u1', 'u2']));
+    expect(received).toEqual([new Set(['u1', 'u2'])]);
+  });
+
+  it('runs a command for every node once on each node', async () => {
+    const seen: string[] = [];
+    pair.a.handle<string>('add', (target, data) => void seen.push(`a:${target}:${data}`));
+    pair.b.handle<string>('add', (target, data) => void seen.push(`b:${target}:${data}`));
+    await pair.a.toEveryNode('add', 'u1', 'x');
+    // On one node the second registration replaced the first: one run.
+    expect(seen.sort()).toEqual(pair.isCluster ? ['a:u1:x', 'b:u1:x'] : ['b:u1:x']);
+  });
+
+  it('sends channel messages to the other nodes that joined, never back to the sender', async () => {
+    const got: string[] = [];
+    pair.a.listen('t', (name, payload) => got.push(`a:${name}:${payload.toString()}`));
+    pair.b.listen('t', (name, payload) => got.push(`b:${name}:${payload.toString()}`));
+    await pair.a.join('t', 'room/1');
+    await pair.b.join('t', 'room/1');
+    pair.a.send('t', 'room/1', Buffer.from('["message",{"topic":"room.1"},1]'));
+    pair.a.send('t', 'room/2', Buffer.from('not joined'));
+    pair.b.send('t', 'room/1', Buffer.from('barrier'));
+    if (!pair.isCluster) return expect(got).toEqual([]);
+    await waitUntil(() => got.includes('a:room/1:barrier'), 'the barrier message on a');
+    expect(got).toEqual(['b:room/1:["message",{"topic":"room.1"},1]', 'a:room/1:barrier']);
+  });
+
+  it('resolves a command for a connection of a node that is gone, as for an unknown connection', async () => {
+    pair.a.handle('sub', () => undefined);
+    await expect(pair.a.toOwner('sub', 'nodeGone-x', 't')).resolves.toBeUndefined();
   });
 });
+
+describe('RedisBroker without a live owner', () => {
+  it('answers owner_unreachable when the owner holds its liveness key but does not listen', async () => {
+    const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+    const link = new RedisLink(REDIS_URL, new GatewayMetrics(), 'nodeA');
+    try {
+      expect(await link.open(3000)).toBe(true);
+      await link.command.set(names.alive('nodeCut'), 'x', 'PX', 5000);
+      const sut = new RedisBroker(link, names, 'nodeA', new GatewayMetrics());
+      sut.handle('sub', () => undefined);
+      await expect(sut.toOwner('sub', 'nodeCut-x', 't')).rejects.toMatchObject({ code: 'owner_unreachable' });
+    } finally {
+      await link.close();
+    }
+  });
+});
+
+async function waitUntil(check: () => boolean, what: string, ms = 2000): Promise<void> {
+  const deadline = Date.now() + ms;
+  while (!check()) {
+    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 5));
+  }
+}

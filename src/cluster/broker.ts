@@ -1,46 +1,81 @@
-import type { LatticeBody } from '../lattice/lattice-body';
+import type { ChannelKind } from './channels';
 
 /**
- * Every state change a backend API call causes, as data (issue 4: one narrow
- * seam so a Redis broker can route commands between nodes, SPEC §11).
+ * How a command's data crosses nodes: to a JSON-able value and back. The
+ * memory broker never calls it, so a single node pays nothing for it.
  */
-export type BrokerCommand =
-  | { readonly kind: 'topic_subscribe'; readonly connectionId: string; readonly topic: string }
-  | { readonly kind: 'topic_unsubscribe'; readonly connectionId: string; readonly topic: string }
-  | { readonly kind: 'publish'; readonly topic: string; readonly frame: Buffer }
-  | { readonly kind: 'lattice_subscribe'; readonly connectionId: string; readonly namespace: string; readonly body: LatticeBody }
-  | { readonly kind: 'lattice_unsubscribe'; readonly connectionId: string; readonly namespace: string }
-  | { readonly kind: 'lattice_update'; readonly namespace: string; readonly body: LatticeBody }
-  | { readonly kind: 'users_subscribe'; readonly connectionId: string; readonly userIds: readonly string[] }
-  | { readonly kind: 'users_unsubscribe'; readonly connectionId: string }
-  | { readonly kind: 'users_add'; readonly userId: string; readonly userIds: readonly string[] };
-
-export type CommandKind = BrokerCommand['kind'];
-export type CommandOf<K extends CommandKind> = Extract<BrokerCommand, { kind: K }>;
-export type CommandHandler<K extends CommandKind> = (command: CommandOf<K>) => void;
+export interface DataCodec<T> {
+  encode(data: T): unknown;
+  /** Throws on data that is not of the form `encode` produces (the command is then dropped). */
+  decode(json: unknown): T;
+}
 
 /**
- * Carries commands to the node(s) that must apply them. Services register one
- * handler per kind (their local apply/deliver function) and dispatch through
- * the broker, so local and remote delivery share one path (STYLE B2).
+ * Applies one command on this node. `target` is the connection id (commands
+ * to the owner) or the user id (commands to every node). The returned promise
+ * resolves when the effect is in place, e.g. once a channel subscription is
+ * acknowledged (SPEC §11 "read your writes").
+ */
+export type CommandHandler<T> = (target: string, data: T) => void | Promise<void>;
+
+/** Receives the payload of a channel message from another node. */
+export type ChannelListener = (name: string, payload: Buffer) => void;
+
+/**
+ * The seam between features and the transport (STYLE B2). Features register
+ * one handler per command kind and one listener per channel kind; commands are
+ * data, so the cluster knows nothing of pub/sub, lattices or presence.
+ *
+ * - `toOwner`: run a command on the node that owns the connection.
+ * - `toEveryNode`: run a command on every live node (e.g. endpoint 8).
+ * - `join`/`leave`/`send`: data channels (topics, namespaces, users) that a
+ *   node listens to only while it has local interest; `send` reaches the
+ *   OTHER nodes that joined, the caller delivers to its own connections itself.
  */
 export abstract class Broker {
-  abstract dispatch(command: BrokerCommand): Promise<void>;
-  abstract handle<K extends CommandKind>(kind: K, handler: CommandHandler<K>): void;
+  abstract handle<T>(kind: string, handler: CommandHandler<T>, codec?: DataCodec<T>): void;
+  abstract toOwner<T>(kind: string, connectionId: string, data: T): Promise<void>;
+  abstract toEveryNode<T>(kind: string, target: string, data: T): Promise<void>;
+  abstract listen(kind: ChannelKind, listener: ChannelListener): void;
+  /** Start listening to a channel; resolves once messages sent after it will arrive. */
+  abstract join(kind: ChannelKind, name: string): Promise<void>;
+  /** Stop listening (after a short delay that a new `join` cancels). */
+  abstract leave(kind: ChannelKind, name: string): void;
+  abstract send(kind: ChannelKind, name: string, payload: Buffer): void;
 }
 
-/** Single node: every command is applied here, synchronously. */
+/** Single node: every command is applied here; there is no other node to send to. */
 export class MemoryBroker extends Broker {
-  private readonly handlers = new Map<CommandKind, (command: BrokerCommand) => void>();
+  private readonly handlers = new Map<string, CommandHandler<unknown>>();
 
-  dispatch(command: BrokerCommand): Promise<void> {
-    const handler = this.handlers.get(command.kind);
-    if (handler === undefined) throw new Error(`no handler for ${command.kind}`);
-    handler(command);
-    return Promise.resolve();
+  handle<T>(kind: string, handler: CommandHandler<T>): void {
+    this.handlers.set(kind, handler as CommandHandler<unknown>);
   }
 
-  handle<K extends CommandKind>(kind: K, handler: CommandHandler<K>): void {
-    this.handlers.set(kind, handler as (command: BrokerCommand) => void);
+  toOwner<T>(kind: string, connectionId: string, data: T): Promise<void> {
+    return this.apply(kind, connectionId, data);
+  }
+
+  toEveryNode<T>(kind: string, target: string, data: T): Promise<void> {
+    return this.apply(kind, target, data);
+  }
+
+  listen(): void {}
+
+  join(): Promise<void> {
+    return RESOLVED;
+  }
+
+  leave(): void {}
+
+  send(): void {}
+
+  private apply(kind: string, target: string, data: unknown): Promise<void> {
+    const handler = this.handlers.get(kind);
+    if (handler === undefined) throw new Error(`no handler for ${kind}`);
+    const done = handler(target, data);
+    return done === undefined ? RESOLVED : done;
   }
 }
+
+const RESOLVED = Promise.resolve();

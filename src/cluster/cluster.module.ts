@@ -1,6 +1,80 @@
-import { Module } from '@nestjs/common';
+import { Logger, Module, OnApplicationShutdown } from '@nestjs/common';
+import { TerminusModule } from '@nestjs/terminus';
+import { GatewayConfig } from '../config/gateway-config';
+import { ConfigError } from '../config/load-config';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { Broker, MemoryBroker } from './broker';
+import { ClusterNames } from './channels';
+import { ClusterContext } from './cluster-context';
+import { NodeLiveness } from './node-liveness';
+import { RedisBroker } from './redis-broker';
+import { RedisLink } from './redis-link';
+import { RedisHealth } from './redis.health';
 
-/** Provides the Broker: in memory on a single node (Redis comes with cluster mode, SPEC §11). */
-@Module({ providers: [{ provide: Broker, useFactory: () => new MemoryBroker() }], exports: [Broker] })
-export class ClusterModule {}
+/** How long start-up waits for Redis before the node starts with Redis down (and keeps retrying). */
+const STARTUP_WAIT_MS = 5000;
+
+/**
+ * Provides the Broker and the ClusterContext: in memory on a single node,
+ * Redis-backed when REDIS_URL is set (SPEC §11). Below every feature module:
+ * it knows commands and channels as data only.
+ */
+@Module({
+  imports: [TerminusModule],
+  providers: [
+    { provide: ClusterContext, inject: [GatewayConfig, GatewayMetrics], useFactory: openCluster },
+    { provide: Broker, inject: [ClusterContext, GatewayMetrics], useFactory: startBroker },
+    RedisHealth,
+  ],
+  exports: [Broker, ClusterContext, RedisHealth],
+})
+export class ClusterModule implements OnApplicationShutdown {
+  constructor(
+    private readonly cluster: ClusterContext,
+    private readonly broker: Broker,
+  ) {}
+
+  async onApplicationShutdown(): Promise<void> {
+    if (this.broker instanceof RedisBroker) this.broker.stop();
+    await this.cluster.close();
+  }
+}
+
+async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Promise<ClusterContext> {
+  const names = new ClusterNames(config.redisPrefix);
+  if (config.redisUrl === null) return new ClusterContext(null, names, config.nodeId, null);
+  const logger = new Logger(ClusterModule.name);
+  const link = new RedisLink(config.redisUrl, metrics, config.nodeId);
+  const liveness = new NodeLiveness(link, names, config.nodeId);
+  if (await link.open(STARTUP_WAIT_MS)) {
+    if (!(await liveness.claim())) {
+      await link.close();
+      throw new ConfigError([`NODE_ID: "${config.nodeId}" is held by a live node (node ids must be unique among live nodes)`]);
+    }
+    await warnUnlessNoEviction(link, logger);
+  } else {
+    logger.warn({ msg: 'redis not reachable at start: running with Redis down, retrying' });
+  }
+  liveness.start();
+  logger.log({ msg: 'cluster mode', node_id: config.nodeId, prefix: config.redisPrefix, redis: link.isUp ? 'up' : 'down' });
+  return new ClusterContext(link, names, config.nodeId, liveness);
+}
+
+async function startBroker(cluster: ClusterContext, metrics: GatewayMetrics): Promise<Broker> {
+  if (cluster.link === null) return new MemoryBroker();
+  const broker = new RedisBroker(cluster.link, cluster.names, cluster.nodeId, metrics);
+  await broker.start();
+  return broker;
+}
+
+/** SPEC §11: Redis must not evict our keys; managed Redis may refuse CONFIG, which is fine. */
+async function warnUnlessNoEviction(link: RedisLink, logger: Logger): Promise<void> {
+  try {
+    const reply = (await link.command.config('GET', 'maxmemory-policy')) as string[];
+    if (reply[1] !== undefined && reply[1] !== 'noeviction') {
+      logger.warn({ msg: 'redis maxmemory-policy is not noeviction: lattice and presence keys may be evicted', policy: reply[1] });
+    }
+  } catch {
+    logger.debug({ msg: 'redis CONFIG GET refused: maxmemory-policy not checked' });
+  }
+}

@@ -13,6 +13,7 @@ import {
   IsOriginList,
   IsPath,
   IsPort,
+  IsRedisPrefix,
   IsRedisUrl,
   IsWholeNumber,
 } from './validators';
@@ -52,6 +53,8 @@ export class EnvDto {
   @Expose() @IsDuration() PING_INTERVAL: string = '10s';
   @Expose() @IsDuration(true) SHUTDOWN_GRACE: string = '10s';
   @Expose() @IsOptional() @IsRedisUrl() REDIS_URL?: string;
+  @Expose() @IsRedisPrefix() REDIS_PREFIX: string = 'gateway:';
+  @Expose() @IsDuration() LATTICE_RETENTION: string = '24h';
   /** Unset = a random 12-character id. */
   @Expose() @IsOptional() @IsNodeId() NODE_ID?: string;
 

@@ -23,6 +23,10 @@ export abstract class GatewayConfig {
   abstract readonly shutdownGraceMs: number;
   /** REDIS_URL; null = single node. */
   abstract readonly redisUrl: string | null;
+  /** REDIS_PREFIX: of every Redis key and channel (SPEC §11). */
+  abstract readonly redisPrefix: string;
+  /** LATTICE_RETENTION: how long Redis keeps a namespace nobody subscribes to after its last update. */
+  abstract readonly latticeRetentionMs: number;
   abstract readonly log: LogSettings;
 }
 

@@ -208,6 +208,8 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
     pingIntervalMs: ms(env.PING_INTERVAL),
     shutdownGraceMs: ms(env.SHUTDOWN_GRACE),
     redisUrl: env.REDIS_URL ?? null,
+    redisPrefix: env.REDIS_PREFIX,
+    latticeRetentionMs: ms(env.LATTICE_RETENTION),
     log: { level: env.LOG_LEVEL.toLowerCase() as LogLevel, format: env.LOG_FORMAT.toLowerCase() as LogFormat },
   };
 }

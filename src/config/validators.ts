@@ -25,6 +25,8 @@ export const NAME = /^[A-Za-z0-9_-]+$/;
 const SECRET_KEY = /TOKEN|PASSWORD|SECRET/i;
 const URL_WITH_CREDENTIALS = /:\/\/[^/\s]*@/;
 const NODE_ID = /^[A-Za-z0-9_]{4,32}$/;
+/** No braces (they would change Redis Cluster hash tags) and no spaces. */
+const REDIS_PREFIX = /^[A-Za-z0-9:_.-]{1,64}$/;
 /** RFC 9110 token: the grammar of a header name. */
 const HEADER_NAME = /^[!#$%&'*+.^_`|~0-9A-Za-z-]+$/;
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
@@ -124,6 +126,11 @@ export const checkNodeId: Check = (value) =>
     ? null
     : `${VALUE} is not a node id (4 to 32 of A-Z, a-z, 0-9, _)`;
 
+export const checkRedisPrefix: Check = (value) =>
+  typeof value === 'string' && REDIS_PREFIX.test(value)
+    ? null
+    : `${VALUE} is not a Redis prefix (1 to 64 of A-Z, a-z, 0-9, ":", "_", ".", "-")`;
+
 export const checkBooleanText: Check = (value) =>
   typeof value === 'string' && parseBooleanText(value) !== null
     ? null
@@ -205,6 +212,8 @@ export const IsWholeNumber = (min: number): PropertyDecorator => Satisfies(check
 export const IsPort = (): PropertyDecorator => Satisfies(checkPort);
 /** `@IsNodeId()`: `[A-Za-z0-9_]{4,32}`. */
 export const IsNodeId = (): PropertyDecorator => Satisfies(checkNodeId);
+/** `@IsRedisPrefix()`: `[A-Za-z0-9:_.-]{1,64}`. */
+export const IsRedisPrefix = (): PropertyDecorator => Satisfies(checkRedisPrefix);
 /** `@IsBooleanText()`: true/false/1/0/yes/no. */
 export const IsBooleanText = (): PropertyDecorator => Satisfies(checkBooleanText);
 /** `@IsOneOf([...])`: case-insensitive choice. */

@@ -3,7 +3,7 @@ import type { WebSocket } from 'ws';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { Connection } from './connection';
-import { newConnectionId } from './connection-id';
+import { newConnectionId } from '../protocol/connection-id';
 
 /** Called once when a connection leaves the registry. */
 export type ConnectionListener = (connection: Connection) => void;

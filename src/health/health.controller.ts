@@ -1,5 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
+import { RedisHealth } from '../cluster/redis.health';
 import { ReadinessRegistry } from '../lifecycle/readiness.registry';
 
 /** GET /health/live and /health/ready (both listeners, SPEC §10). */
@@ -8,6 +9,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly readiness: ReadinessRegistry,
+    private readonly redis: RedisHealth,
   ) {}
 
   @Get('live')
@@ -19,6 +21,7 @@ export class HealthController {
   @Get('ready')
   @HealthCheck()
   ready(): Promise<HealthCheckResult> {
-    return this.health.check(this.readiness.all());
+    // Cluster mode: Redis is reported in the body and never fails readiness (SPEC §11).
+    return this.health.check([...this.readiness.all(), () => this.redis.check()]);
   }
 }

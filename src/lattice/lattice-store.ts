@@ -140,6 +140,29 @@ export class LatticeStore {
     return out.size === 0 ? null : toView(out);
   }
 
+  /**
+   * The whole namespace as one body that `merge(namespace, body, nowMs)`
+   * turns back into this state: deadlines become `expiresInMs` relative to
+   * `nowMs`, and entries already past their deadline are left out. An empty
+   * body for an unknown namespace. Values are the stored ones (encode them).
+   */
+  exportNamespace(namespace: string, nowMs: number): LatticeBody {
+    const state = this.namespaces.get(namespace);
+    const shared = new Map<string, VariableMap>();
+    const privateMap = new Map<string, Map<string, PrivateEntryUpdate>>();
+    if (state === undefined) return { shared, private: privateMap };
+    for (const [key, variables] of state.shared) shared.set(key, variables);
+    for (const [userId, entries] of state.private) {
+      const updates = new Map<string, PrivateEntryUpdate>();
+      for (const [key, entry] of entries) {
+        if (entry.expiresAt !== null && entry.expiresAt <= nowMs) continue;
+        updates.set(key, { variables: entry.variables, expiresInMs: entry.expiresAt === null ? undefined : entry.expiresAt - nowMs });
+      }
+      if (updates.size > 0) privateMap.set(userId, updates);
+    }
+    return { shared, private: privateMap };
+  }
+
   /** Deletes the user's private entries in the namespace (its last connection left). */
   dropUser(namespace: string, userId: string): void {
     const entries = this.namespaces.get(namespace)?.private.get(userId);

@@ -1,16 +1,37 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
-import { Broker } from '../cluster/broker';
+import { Broker, DataCodec } from '../cluster/broker';
+import { ClusterContext } from '../cluster/cluster-context';
+import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { encodeLattice } from '../protocol/frames';
 import { pathToWire } from '../protocol/identifiers';
 import { LatticeBody } from './lattice-body';
+import { LatticeEntry, decodeEntry, encodeEntry } from './lattice-entry';
+import { LatticeLog } from './lattice-log';
+import { LatticeReplicas } from './lattice-replicas';
 import { LatticeDelta, LatticeStore } from './lattice-store';
+
+interface SubscribeData {
+  readonly namespace: string;
+  readonly body: LatticeBody;
+}
+
+/** Endpoint 4's data as it crosses nodes. */
+const SUBSCRIBE_CODEC: DataCodec<SubscribeData> = {
+  encode: (data) => ({ n: data.namespace, x: encodeEntry({ atMs: 0, body: data.body }) }),
+  decode: (json) => {
+    const { n, x } = json as { n: string; x: string };
+    return { namespace: n, body: decodeEntry(JSON.parse(x)).body };
+  },
+};
 
 /**
  * Lattice subscriptions and updates (SPEC §6). Deltas are computed per USER
  * and encoded once per user, then sent to that user's attached connections.
+ * In cluster mode (SPEC §11) every update goes through the namespace's log in
+ * Redis and this node applies the log, in order, for the namespaces it holds.
  */
 @Injectable()
 export class LatticeService implements OnModuleInit, OnModuleDestroy {
@@ -20,20 +41,40 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
   private readonly byConnection = new Map<Connection, Set<string>>();
   private expiryTimer: NodeJS.Timeout | null = null;
   private expiryAt: number | null = null;
+  private retentionTimer: NodeJS.Timeout | null = null;
   private readonly framesSent;
+  /** Cluster mode only. */
+  private readonly log: LatticeLog | null = null;
+  private readonly replicas: LatticeReplicas | null = null;
 
   constructor(
     private readonly broker: Broker,
     private readonly registry: ConnectionRegistry,
     private readonly metrics: GatewayMetrics,
+    config: GatewayConfig,
+    cluster: ClusterContext,
   ) {
     this.framesSent = metrics.framesSent.labels('lattice');
+    if (cluster.link !== null) {
+      this.log = new LatticeLog(cluster.link, cluster.names, cluster.nodeId, config.latticeRetentionMs);
+      const apply = (namespace: string, entry: LatticeEntry) => this.applyUpdate(namespace, entry.body, entry.atMs, true);
+      const exportState = (namespace: string): LatticeEntry => {
+        const atMs = Date.now();
+        return { atMs, body: this.store.exportNamespace(namespace, atMs) };
+      };
+      this.replicas = new LatticeReplicas(this.log, broker, apply, exportState, metrics);
+      cluster.link.onUp(() => this.replicas!.resyncAll());
+      const log = this.log;
+      const replicas = this.replicas;
+      this.retentionTimer = setInterval(() => void log.refresh(replicas.namespaces).catch(() => undefined), retentionRefreshMs(config.latticeRetentionMs));
+      this.retentionTimer.unref();
+    }
   }
 
   onModuleInit(): void {
-    this.broker.handle('lattice_subscribe', (c) => this.applySubscribe(c.connectionId, c.namespace, c.body));
-    this.broker.handle('lattice_unsubscribe', (c) => this.applyUnsubscribe(c.connectionId, c.namespace));
-    this.broker.handle('lattice_update', (c) => this.applyUpdate(c.namespace, c.body));
+    this.broker.handle<SubscribeData>('lattice_subscribe', (connectionId, data) => this.applySubscribe(connectionId, data.namespace, data.body), SUBSCRIBE_CODEC);
+    this.broker.handle<string>('lattice_unsubscribe', (connectionId, namespace) => this.applyUnsubscribe(connectionId, namespace));
+    this.broker.listen('l', (namespace, payload) => this.replicas?.message(namespace, payload));
     this.registry.onRemove((connection) => {
       for (const namespace of [...(this.byConnection.get(connection) ?? [])]) this.detach(connection, namespace);
     });
@@ -41,18 +82,24 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
 
   onModuleDestroy(): void {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
+    if (this.retentionTimer) clearInterval(this.retentionTimer);
   }
 
+  /** Endpoint 4; resolves once the owner node attached the connection and sent its snapshot. */
   subscribe(connectionId: string, namespace: string, body: LatticeBody): Promise<void> {
-    return this.broker.dispatch({ kind: 'lattice_subscribe', connectionId, namespace, body });
+    return this.broker.toOwner<SubscribeData>('lattice_subscribe', connectionId, { namespace, body });
   }
 
   unsubscribe(connectionId: string, namespace: string): Promise<void> {
-    return this.broker.dispatch({ kind: 'lattice_unsubscribe', connectionId, namespace });
+    return this.broker.toOwner('lattice_unsubscribe', connectionId, namespace);
   }
 
-  update(namespace: string, body: LatticeBody): Promise<void> {
-    return this.broker.dispatch({ kind: 'lattice_update', namespace, body });
+  /** Endpoint 6. In cluster mode it resolves once the update is in the namespace's log. */
+  async update(namespace: string, body: LatticeBody): Promise<void> {
+    if (this.log === null) return this.applyUpdate(namespace, body, Date.now(), false);
+    const entry = { atMs: Date.now(), body };
+    const position = await this.log.append(namespace, entry);
+    await this.replicas!.appended(namespace, position, entry);
   }
 
   /** After hello: one snapshot per namespace the connection is attached to (SPEC §3). */
@@ -60,13 +107,30 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     for (const namespace of this.byConnection.get(connection) ?? []) this.sendSnapshot(connection, namespace);
   }
 
-  private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): void {
+  private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): Promise<void> | void {
     const connection = this.registry.get(connectionId);
+    if (this.log !== null) return this.subscribeThroughLog(connection, namespace, body);
     // The update reaches every attached connection first, then the newcomer gets its snapshot (swindon's order).
-    this.applyUpdate(namespace, body, true);
+    this.applyUpdate(namespace, body, Date.now(), true);
     if (connection === undefined || connection.state === 'closed') return;
     this.attach(connection, namespace);
     if (connection.isReady) this.sendSnapshot(connection, namespace);
+  }
+
+  /** Cluster mode: the body goes into the log like any update; the newcomer's snapshot follows it in order. */
+  private async subscribeThroughLog(connection: Connection | undefined, namespace: string, body: LatticeBody): Promise<void> {
+    const entry = { atMs: Date.now(), body };
+    const isLive = connection !== undefined && connection.state !== 'closed';
+    if (isLive) await this.replicas!.hold(namespace);
+    const position = await this.log!.append(namespace, entry);
+    if (!isLive) return;
+    await this.replicas!.appended(namespace, position, entry);
+    await this.replicas!.run(namespace, () => {
+      if (connection.state === 'closed') return;
+      this.attach(connection, namespace);
+      if (connection.isReady) this.sendSnapshot(connection, namespace);
+    });
+    if (connection.state === 'closed' && !this.attached.has(namespace)) this.releaseNamespace(namespace);
   }
 
   private applyUnsubscribe(connectionId: string, namespace: string): void {
@@ -74,11 +138,12 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     if (connection !== undefined) this.detach(connection, namespace);
   }
 
-  private applyUpdate(namespace: string, body: LatticeBody, isSubscribing = false): void {
+  /** `isKept`: merge even with nobody attached (a subscribe, or a namespace this node holds in cluster mode). */
+  private applyUpdate(namespace: string, body: LatticeBody, nowMs: number, isKept: boolean): void {
     const connections = this.attached.get(namespace);
     // Nobody attached: nothing to deliver and nothing worth keeping (SPEC §6.3, state is re-sent with endpoint 4).
-    if (connections === undefined && !isSubscribing) return;
-    const delta = this.store.merge(namespace, body, Date.now());
+    if (connections === undefined && !isKept) return;
+    const delta = this.store.merge(namespace, body, nowMs);
     this.metrics.latticeNamespaces.set(this.store.namespaceCount);
     this.armExpiry();
     if (connections !== undefined) this.deliverDelta(namespace, connections, delta);
@@ -126,13 +191,19 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     if (namespaces.size === 0) this.byConnection.delete(connection);
     const userId = connection.userId;
     if (connections.size === 0) {
-      // SPEC §6.3: a namespace with no subscribers may be dropped; the backend re-sends state.
+      // SPEC §6.3: a namespace with no subscribers may be dropped; the backend re-sends state (cluster: Redis keeps it).
       this.attached.delete(namespace);
-      this.store.dropNamespace(namespace);
-      this.metrics.latticeNamespaces.set(this.store.namespaceCount);
-    } else if (userId !== null && ![...connections].some((c) => c.userId === userId)) {
+      this.releaseNamespace(namespace);
+    } else if (this.log === null && userId !== null && ![...connections].some((c) => c.userId === userId)) {
+      // Cluster mode keeps every user's entries: this node's copy must equal the log to merge it.
       this.store.dropUser(namespace, userId);
     }
+  }
+
+  private releaseNamespace(namespace: string): void {
+    this.replicas?.release(namespace);
+    this.store.dropNamespace(namespace);
+    this.metrics.latticeNamespaces.set(this.store.namespaceCount);
   }
 
   private armExpiry(): void {
@@ -148,4 +219,9 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     }, Math.max(0, at - Date.now()));
     this.expiryTimer.unref();
   }
+}
+
+/** Refresh held namespaces' keys well within LATTICE_RETENTION (between 1 s and 10 min). */
+function retentionRefreshMs(retentionMs: number): number {
+  return Math.min(Math.max(Math.floor(retentionMs / 3), 1000), 600_000);
 }

@@ -39,6 +39,29 @@ export class GatewayMetrics {
   readonly latticeNamespaces = new Gauge({ name: 'gateway_lattice_namespaces', help: 'Lattice namespaces held on this node', registers: [this.registry] });
   readonly slowConsumerCloses = new Counter({ name: 'gateway_slow_consumer_closes_total', help: 'Connections closed as slow consumers', registers: [this.registry] });
 
+  // Cluster mode (SPEC §11); they stay at zero on a single node.
+  readonly redisUp = new Gauge({ name: 'gateway_redis_up', help: '1 while both Redis connections are ready (cluster mode)', registers: [this.registry] });
+  readonly redisReconnects = new Counter({ name: 'gateway_redis_reconnects_total', help: 'Redis connection attempts after a loss', registers: [this.registry] });
+  readonly redisCommandDuration = new Histogram({
+    name: 'gateway_redis_command_duration_seconds',
+    help: 'Redis command round trips by command',
+    labelNames: ['command'] as const,
+    buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
+    registers: [this.registry],
+  });
+  readonly brokerMessages = new Counter({
+    name: 'gateway_broker_messages_total',
+    help: 'Messages between nodes by direction (in, out) and kind (topic, lattice, user, command, ack)',
+    labelNames: ['direction', 'kind'] as const,
+    registers: [this.registry],
+  });
+  readonly brokerMessagesDropped = new Counter({
+    name: 'gateway_broker_messages_dropped_total',
+    help: 'Messages for other nodes not sent because the Redis link was down (at most once, SPEC §11)',
+    registers: [this.registry],
+  });
+  readonly latticeRepairs = new Counter({ name: 'gateway_lattice_repairs_total', help: 'Namespaces re-read from Redis after a missed update or a reconnect', registers: [this.registry] });
+
   constructor() {
     collectDefaultMetrics({ register: this.registry });
   }

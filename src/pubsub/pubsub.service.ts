@@ -8,6 +8,7 @@ import { pathToWire } from '../protocol/identifiers';
 import { TopicIndex } from './topic-index';
 
 const FRAME_TAIL = Buffer.from(']');
+const RESOLVED = Promise.resolve();
 
 /**
  * Topic subscriptions and publish fan-out (seed §4.2, SPEC §9). A publish is
@@ -27,28 +28,36 @@ export class PubSubService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.broker.handle('topic_subscribe', (c) => this.applySubscribe(c.connectionId, c.topic));
-    this.broker.handle('topic_unsubscribe', (c) => this.applyUnsubscribe(c.connectionId, c.topic));
-    this.broker.handle('publish', (c) => this.deliverLocal(c.topic, c.frame));
+    this.broker.handle<string>('topic_subscribe', (connectionId, topic) => this.applySubscribe(connectionId, topic));
+    this.broker.handle<string>('topic_unsubscribe', (connectionId, topic) => this.applyUnsubscribe(connectionId, topic));
+    // Frames published through other nodes (cluster mode) take the same loop.
+    this.broker.listen('t', (topic, frame) => this.deliverLocal(topic, frame));
     this.registry.onRemove((connection) => {
-      this.index.removeSubscriber(connection);
+      for (const topic of this.index.removeSubscriber(connection)) this.leaveIfUnused(topic);
       this.metrics.topics.set(this.index.topicCount);
     });
   }
 
+  /** Endpoint 1; resolves once the owner node applied it and listens to the topic (SPEC §11). */
   subscribe(connectionId: string, topic: string): Promise<void> {
-    return this.broker.dispatch({ kind: 'topic_subscribe', connectionId, topic });
+    return this.broker.toOwner('topic_subscribe', connectionId, topic);
   }
 
   unsubscribe(connectionId: string, topic: string): Promise<void> {
-    return this.broker.dispatch({ kind: 'topic_unsubscribe', connectionId, topic });
+    return this.broker.toOwner('topic_unsubscribe', connectionId, topic);
   }
 
-  /** Publish `payload` (raw, already validated JSON bytes) to `topic`. */
+  /**
+   * Publish `payload` (raw, already validated JSON bytes) to `topic`: encoded
+   * once, delivered here, and the same bytes sent to the other nodes that
+   * have subscribers (none on a single node).
+   */
   publish(topic: string, payload: Buffer): Promise<void> {
     const head = Buffer.from(messageFrameHead(pathToWire(topic)));
     const frame = Buffer.concat([head, payload, FRAME_TAIL], head.length + payload.length + 1);
-    return this.broker.dispatch({ kind: 'publish', topic, frame });
+    this.deliverLocal(topic, frame);
+    this.broker.send('t', topic, frame);
+    return RESOLVED;
   }
 
   /** The only fan-out loop: one Buffer to every local subscriber; pending ones keep it for after hello. */
@@ -59,17 +68,22 @@ export class PubSubService implements OnModuleInit {
     this.messagesSent.inc(subscribers.size);
   }
 
-  private applySubscribe(connectionId: string, topic: string): void {
+  private applySubscribe(connectionId: string, topic: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
     this.index.add(topic, connection);
     this.metrics.topics.set(this.index.topicCount);
+    return this.broker.join('t', topic);
   }
 
   private applyUnsubscribe(connectionId: string, topic: string): void {
     const connection = this.registry.get(connectionId);
-    if (connection === undefined) return;
-    this.index.remove(topic, connection);
+    if (connection === undefined || !this.index.remove(topic, connection)) return;
+    this.leaveIfUnused(topic);
     this.metrics.topics.set(this.index.topicCount);
+  }
+
+  private leaveIfUnused(topic: string): void {
+    if (this.index.subscribersOf(topic) === undefined) this.broker.leave('t', topic);
   }
 }

@@ -35,23 +35,24 @@ export class PresenceService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.broker.handle('users_subscribe', (c) => this.applySubscribe(c.connectionId, c.userIds));
-    this.broker.handle('users_unsubscribe', (c) => this.applyUnsubscribe(c.connectionId));
-    this.broker.handle('users_add', (c) => this.applyAdd(c.userId, c.userIds));
+    this.broker.handle<readonly string[]>('users_subscribe', (connectionId, userIds) => this.applySubscribe(connectionId, userIds));
+    this.broker.handle<null>('users_unsubscribe', (connectionId) => this.applyUnsubscribe(connectionId));
+    // Endpoint 8: the user's connections may be on any node.
+    this.broker.handle<readonly string[]>('users_add', (userId, userIds) => this.applyAdd(userId, userIds));
     this.sessions.onStatusChange((userId, status, atMs) => this.onStatus(userId, status, atMs));
     this.registry.onRemove((connection) => this.unwatchAll(connection));
   }
 
   subscribe(connectionId: string, userIds: readonly string[]): Promise<void> {
-    return this.broker.dispatch({ kind: 'users_subscribe', connectionId, userIds });
+    return this.broker.toOwner('users_subscribe', connectionId, userIds);
   }
 
   unsubscribe(connectionId: string): Promise<void> {
-    return this.broker.dispatch({ kind: 'users_unsubscribe', connectionId });
+    return this.broker.toOwner('users_unsubscribe', connectionId, null);
   }
 
   addForUser(userId: string, userIds: readonly string[]): Promise<void> {
-    return this.broker.dispatch({ kind: 'users_add', userId, userIds });
+    return this.broker.toEveryNode('users_add', userId, userIds);
   }
 
   /** After hello: the statuses of the whole watch list, when subscribed (SPEC §3). */

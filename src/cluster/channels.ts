@@ -1,0 +1,137 @@
+/**
+ * Redis key and channel names, partitions and the envelopes that cross nodes
+ * (SPEC §11, CLUSTER.md "Channels and keys"). Pure: no I/O, no Nest.
+ */
+
+/** Fixed partition count: the `{p}` hash tag lets Redis Cluster shard by it later without a rename. */
+export const PARTITIONS = 128;
+
+/** What a data channel carries: topic messages, lattice namespace updates, user status changes. */
+export type ChannelKind = 't' | 'l' | 'u';
+
+/** Partition of a name: FNV-1a 32-bit of its UTF-16 code units, mod {@link PARTITIONS}. */
+export function partitionOf(name: string): number {
+  let hash = 0x811c9dc5;
+  for (let i = 0; i < name.length; i++) {
+    hash ^= name.charCodeAt(i);
+    hash = Math.imul(hash, 0x01000193) >>> 0;
+  }
+  return hash % PARTITIONS;
+}
+
+/** Names under one REDIS_PREFIX. */
+export class ClusterNames {
+  constructor(readonly prefix: string) {}
+
+  /** `<prefix><kind>:{<p>}:<name>`: the channel of a topic, namespace or user. */
+  channel(kind: ChannelKind, name: string): string {
+    return `${this.prefix}${kind}:{${partitionOf(name)}}:${name}`;
+  }
+
+  /** The node's own channel: commands for its connections, and acks of its requests. */
+  node(nodeId: string): string {
+    return `${this.prefix}n:${nodeId}`;
+  }
+
+  /** Every node listens here: commands that concern connections anywhere (endpoint 8). */
+  get everyNode(): string {
+    return `${this.prefix}all`;
+  }
+
+  /** Liveness key of a node (`SET … PX`, refreshed while it lives). */
+  alive(nodeId: string): string {
+    return `${this.prefix}alive:${nodeId}`;
+  }
+
+  /** Set of node ids that have registered (the reaper walks it). */
+  get nodes(): string {
+    return `${this.prefix}nodes`;
+  }
+
+  /** Lease a node takes before it reaps a dead node. */
+  reaper(nodeId: string): string {
+    return `${this.prefix}reap:${nodeId}`;
+  }
+
+  /** Base of a namespace's lattice keys: `<base>:log`, `<base>:meta`, `<base>:snap`. */
+  lattice(namespace: string): string {
+    return `${this.prefix}lat:{${partitionOf(namespace)}}:${namespace}`;
+  }
+
+  /** Per-user presence hash: status, version, identity, per-node connection counts. */
+  user(userId: string): string {
+    return `${this.prefix}u:{${partitionOf(userId)}}:${userId}`;
+  }
+
+  /** Users with connections on a node. */
+  nodeUsers(nodeId: string): string {
+    return `${this.prefix}nu:${nodeId}`;
+  }
+
+  /** Sorted set of user → activity deadline (epoch ms). */
+  get deadlines(): string {
+    return `${this.prefix}deadlines`;
+  }
+}
+
+const ORIGIN_END = 0x7c; // '|'
+/** Node ids are at most 32 characters (SPEC §1), so the separator is within the first 33 bytes. */
+const MAX_ORIGIN_BYTES = 33;
+
+/** A data-channel message: `<origin node>|<payload bytes>`; the payload is never decoded on the way. */
+export function encodeChannelMessage(originHead: Buffer, payload: Buffer): Buffer {
+  return Buffer.concat([originHead, payload], originHead.length + payload.length);
+}
+
+/** The `<origin>|` head of this node's channel messages, built once. */
+export function originHead(nodeId: string): Buffer {
+  return Buffer.from(nodeId + '|', 'latin1');
+}
+
+/** Splits a data-channel message; null when it has no origin head (not ours: ignored). */
+export function decodeChannelMessage(message: Buffer): { readonly origin: string; readonly payload: Buffer } | null {
+  const end = message.subarray(0, MAX_ORIGIN_BYTES).indexOf(ORIGIN_END);
+  if (end <= 0) return null;
+  return { origin: message.toString('latin1', 0, end), payload: message.subarray(end + 1) };
+}
+
+/** A command for a node (or every node), with the id the receiver acks. */
+export interface CommandEnvelope {
+  /** Command kind, e.g. `topic_subscribe`. */
+  readonly k: string;
+  /** Target: a connection id, or a user id for commands to every node. */
+  readonly t: string;
+  /** The command's data in its JSON form. */
+  readonly d: unknown;
+  /** Requesting node. */
+  readonly f: string;
+  /** Request id, unique per requesting node. */
+  readonly r: number;
+}
+
+/** An ack of request `a` by node `f`. */
+export interface AckEnvelope {
+  readonly a: number;
+  readonly f: string;
+}
+
+/** Decodes a node-channel message; null when malformed (ignored, never thrown). */
+export function decodeNodeMessage(text: string): CommandEnvelope | AckEnvelope | null {
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return null;
+  }
+  if (value === null || typeof value !== 'object') return null;
+  const v = value as Record<string, unknown>;
+  if (typeof v.f !== 'string') return null;
+  if (typeof v.a === 'number') return { a: v.a, f: v.f };
+  if (typeof v.k === 'string' && typeof v.t === 'string' && typeof v.r === 'number') return { k: v.k, t: v.t, d: v.d, f: v.f, r: v.r };
+  return null;
+}
+
+/** Whether a node-channel message is an ack. */
+export function isAck(message: CommandEnvelope | AckEnvelope): message is AckEnvelope {
+  return 'a' in message;
+}

@@ -1,0 +1,169 @@
+import { Logger } from '@nestjs/common';
+import Redis, { RedisOptions } from 'ioredis';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+
+/** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
+export type LinkUpListener = () => Promise<void> | void;
+export type LinkMessageListener = (channel: string, message: Buffer) => void;
+
+/** CLUSTER.md: resubscribe after a reconnect in batches of this many channels. */
+const RESUBSCRIBE_BATCH = 512;
+const MAX_RETRY_DELAY_MS = 1000;
+
+/**
+ * The two Redis connections of a node (CLUSTER.md "Channels and keys"): one
+ * runs commands and publishes, in order; one is the subscriber. Both
+ * reconnect by themselves; the link is `up` while both are ready, and after
+ * every reconnection it resubscribes its channels (batched) and then tells
+ * its up-listeners, which re-assert this node's state.
+ *
+ * Commands fail at once while the link is down (no offline queue): callers
+ * decide what an outage means for them (SPEC §11 "Redis outage").
+ */
+export class RedisLink {
+  readonly command: Redis;
+  private readonly subscriber: Redis;
+  private readonly logger = new Logger(RedisLink.name);
+  private readonly channels = new Set<string>();
+  private readonly upListeners: LinkUpListener[] = [];
+  private readonly messageListeners: LinkMessageListener[] = [];
+  private isUpNow = false;
+  private isClosing = false;
+  private resync: Promise<void> | null = null;
+
+  constructor(
+    url: string,
+    private readonly metrics: GatewayMetrics,
+    nodeId: string,
+  ) {
+    const options: RedisOptions = {
+      enableOfflineQueue: false,
+      maxRetriesPerRequest: 0,
+      autoResubscribe: false,
+      lazyConnect: true,
+      connectTimeout: 2000,
+      retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 5), MAX_RETRY_DELAY_MS),
+      connectionName: `gateway:${nodeId}`,
+    };
+    this.command = new Redis(url, options);
+    this.subscriber = new Redis(url, options);
+    for (const [role, client] of [['command', this.command], ['subscriber', this.subscriber]] as const) {
+      client.on('ready', () => this.onReady());
+      client.on('close', () => this.onDown(role));
+      client.on('reconnecting', () => metrics.redisReconnects.inc());
+      // ioredis reports every failed attempt here; the down transition is logged once in onDown.
+      client.on('error', (err: Error) => this.logger.debug({ msg: 'redis error', role, error: err.message }));
+    }
+    this.subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+      const name = channel.toString();
+      for (const listener of this.messageListeners) listener(name, message);
+    });
+  }
+
+  /** Both connections ready. */
+  get isUp(): boolean {
+    return this.isUpNow;
+  }
+
+  /**
+   * Connect both connections; resolves once up or after `timeoutMs`, whichever
+   * comes first (the node then starts with Redis down and keeps retrying).
+   */
+  async open(timeoutMs: number): Promise<boolean> {
+    this.command.connect().catch(() => undefined);
+    this.subscriber.connect().catch(() => undefined);
+    const deadlineAt = Date.now() + timeoutMs;
+    while (!this.isUpNow && Date.now() < deadlineAt) await new Promise((resolve) => setTimeout(resolve, 10));
+    return this.isUpNow;
+  }
+
+  /** Run `listener` after every reconnection, and now when the link is up already. */
+  onUp(listener: LinkUpListener): void {
+    this.upListeners.push(listener);
+    if (this.isUpNow && this.resync === null) void this.runListener(listener);
+  }
+
+  onMessage(listener: LinkMessageListener): void {
+    this.messageListeners.push(listener);
+  }
+
+  /** Listen to `channel` from now on, across reconnects; resolves when Redis acknowledged (at once while down). */
+  async subscribe(channel: string): Promise<void> {
+    this.channels.add(channel);
+    if (!this.isUpNow) return;
+    try {
+      await this.timed('subscribe', this.subscriber.subscribe(channel));
+    } catch (err) {
+      // The link went down meanwhile: the resubscription after reconnect covers it.
+      this.logger.debug({ msg: 'subscribe failed', error: (err as Error).message });
+    }
+  }
+
+  unsubscribe(channel: string): void {
+    if (!this.channels.delete(channel) || !this.isUpNow) return;
+    this.subscriber.unsubscribe(channel).catch(() => undefined);
+  }
+
+  /**
+   * A Lua script as a function (EVALSHA, loading it on first use): the few
+   * atomic multi-key steps of cluster mode. Timed under the script's name.
+   */
+  script(name: string, keyCount: number, lua: string): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
+    this.command.defineCommand(name, { numberOfKeys: keyCount, lua });
+    const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(this.command);
+    return (keys, args) => this.timed(name, run(...keys, ...args));
+  }
+
+  /** Time a command's round trip into gateway_redis_command_duration_seconds. */
+  async timed<T>(command: string, pending: Promise<T>): Promise<T> {
+    const end = this.metrics.redisCommandDuration.startTimer({ command });
+    try {
+      return await pending;
+    } finally {
+      end();
+    }
+  }
+
+  async close(): Promise<void> {
+    this.isClosing = true;
+    await Promise.all([this.command.quit().catch(() => undefined), this.subscriber.quit().catch(() => undefined)]);
+    this.command.disconnect();
+    this.subscriber.disconnect();
+  }
+
+  private onReady(): void {
+    if (this.command.status !== 'ready' || this.subscriber.status !== 'ready' || this.resync !== null) return;
+    this.resync = this.resubscribeThenAnnounce().finally(() => (this.resync = null));
+  }
+
+  private async resubscribeThenAnnounce(): Promise<void> {
+    try {
+      const all = [...this.channels];
+      for (let i = 0; i < all.length; i += RESUBSCRIBE_BATCH) {
+        await this.timed('subscribe', this.subscriber.subscribe(...all.slice(i, i + RESUBSCRIBE_BATCH)));
+      }
+    } catch (err) {
+      this.logger.debug({ msg: 'resubscribe failed', error: (err as Error).message });
+      return; // the connection dropped again; the next 'ready' retries
+    }
+    this.isUpNow = true;
+    this.metrics.redisUp.set(1);
+    this.logger.log({ msg: 'redis up', channels: this.channels.size });
+    for (const listener of this.upListeners) await this.runListener(listener);
+  }
+
+  private async runListener(listener: LinkUpListener): Promise<void> {
+    try {
+      await listener();
+    } catch (err) {
+      this.logger.warn({ msg: 'redis resync step failed', error: (err as Error).message });
+    }
+  }
+
+  private onDown(role: string): void {
+    if (!this.isUpNow) return;
+    this.isUpNow = false;
+    this.metrics.redisUp.set(0);
+    if (!this.isClosing) this.logger.warn({ msg: 'redis down', role });
+  }
+}

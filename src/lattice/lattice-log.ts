@@ -1,0 +1,129 @@
+import { randomBytes } from 'node:crypto';
+import { ClusterNames, originHead } from '../cluster/channels';
+import { RedisLink } from '../cluster/redis-link';
+import { LatticeEntry, decodeEntry, encodeEntry } from './lattice-entry';
+import { LatticeStore } from './lattice-store';
+
+/** A namespace's position: its epoch (new whenever Redis lost the namespace) and last version. */
+export interface LogPosition {
+  readonly epoch: string;
+  readonly version: number;
+}
+
+/** Everything Redis holds for a namespace: its snapshot, then the entries after it, in order. */
+export interface LogContents {
+  /** null: Redis holds nothing for it (new, expired, or lost). */
+  readonly position: LogPosition | null;
+  readonly snapshotVersion: number;
+  readonly snapshot: LatticeEntry | null;
+  readonly entries: ReadonlyArray<{ readonly version: number; readonly entry: LatticeEntry }>;
+}
+
+/** A new snapshot is written once the log holds this many entries after the last one. */
+export const COMPACT_AFTER_ENTRIES = 1000;
+
+// KEYS: meta, log, snap. ARGV: origin head, entry JSON, retention ms, new epoch, channel.
+// No merging here (CLUSTER.md principle 4): Redis orders and stores, crdt.ts merges.
+const APPEND = `
+local e = redis.call('HGET', KEYS[1], 'e')
+if not e then e = ARGV[4]; redis.call('HSET', KEYS[1], 'e', e, 'v', 0, 's', 0) end
+local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
+redis.call('XADD', KEYS[2], v .. '-1', 'x', ARGV[2])
+for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
+redis.call('PUBLISH', ARGV[5], ARGV[1] .. '{"e":"' .. e .. '","v":' .. v .. ',"x":' .. ARGV[2] .. '}')
+return {e, v, tonumber(redis.call('HGET', KEYS[1], 's'))}`;
+
+// KEYS: meta, log, snap. Returns {epoch, version, snapshot version, snapshot or false, entries} or {}.
+const READ = `
+local m = redis.call('HMGET', KEYS[1], 'e', 'v', 's')
+if not m[1] then return {} end
+local s = tonumber(m[3])
+return {m[1], tonumber(m[2]), s, redis.call('GET', KEYS[3]), redis.call('XRANGE', KEYS[2], (s + 1) .. '-0', '+')}`;
+
+// KEYS: meta, log, snap. ARGV: epoch, version K, snapshot entry JSON. Keeps the newest snapshot only.
+const COMPACT = `
+local m = redis.call('HMGET', KEYS[1], 'e', 's')
+if m[1] ~= ARGV[1] or tonumber(m[2]) >= tonumber(ARGV[2]) then return 0 end
+redis.call('SET', KEYS[3], ARGV[3])
+local ttl = redis.call('PTTL', KEYS[1])
+if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
+redis.call('HSET', KEYS[1], 's', ARGV[2])
+redis.call('XTRIM', KEYS[2], 'MINID', (tonumber(ARGV[2]) + 1) .. '-0')
+return 1`;
+
+type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
+
+/**
+ * A namespace's durable, ordered log in Redis (SPEC §11 "Lattices are
+ * durable", CLUSTER.md): a stream of entries with explicit ids `<version>-1`,
+ * a meta hash `{e: epoch, v: last version, s: snapshot version}` and a
+ * snapshot entry. Appending publishes `{e, v, x: entry}` on the namespace
+ * channel in the same script, so every node sees one order per namespace.
+ */
+export class LatticeLog {
+  private readonly appendScript: Script;
+  private readonly readScript: Script;
+  private readonly compactScript: Script;
+  private readonly head: Buffer;
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly names: ClusterNames,
+    nodeId: string,
+    private readonly retentionMs: number,
+  ) {
+    this.appendScript = link.script('gatewayLatticeAppend', 3, APPEND);
+    this.readScript = link.script('gatewayLatticeRead', 3, READ);
+    this.compactScript = link.script('gatewayLatticeCompact', 3, COMPACT);
+    this.head = originHead(nodeId);
+  }
+
+  /** Appends an entry; resolves its position. Compacts in the background when the log grew long. */
+  async append(namespace: string, entry: LatticeEntry): Promise<LogPosition> {
+    const epoch = randomBytes(9).toString('base64url');
+    const [e, v, s] = (await this.appendScript(this.keys(namespace), [this.head, encodeEntry(entry), this.retentionMs, epoch, this.names.channel('l', namespace)])) as [string, number, number];
+    if (v - s > COMPACT_AFTER_ENTRIES) void this.compact(namespace).catch(() => undefined);
+    return { epoch: e, version: v };
+  }
+
+  async read(namespace: string): Promise<LogContents> {
+    const reply = (await this.readScript(this.keys(namespace), [])) as [] | [string, number, number, string | null, [string, string[]][]];
+    if (reply.length === 0) return { position: null, snapshotVersion: 0, snapshot: null, entries: [] };
+    const [epoch, version, snapshotVersion, snapshot, rows] = reply;
+    return {
+      position: { epoch, version },
+      snapshotVersion,
+      snapshot: snapshot === null ? null : decodeEntry(JSON.parse(snapshot)),
+      entries: rows.map(([id, fields]) => ({ version: Number.parseInt(id, 10), entry: decodeEntry(JSON.parse(fields[1])) })),
+    };
+  }
+
+  /** Keep the keys of namespaces this node holds for another LATTICE_RETENTION. */
+  async refresh(namespaces: Iterable<string>): Promise<void> {
+    const commands: string[][] = [];
+    for (const namespace of namespaces) for (const key of this.keys(namespace)) commands.push(['pexpire', key, String(this.retentionMs)]);
+    if (commands.length > 0) await this.link.timed('pexpire', this.link.command.pipeline(commands).exec());
+  }
+
+  /** Fold what Redis holds into one snapshot entry and trim the log up to it (CLUSTER.md "Compaction"). */
+  async compact(namespace: string): Promise<void> {
+    const contents = await this.read(namespace);
+    if (contents.position === null) return;
+    const store = new LatticeStore();
+    for (const entry of entriesOf(contents)) store.merge(namespace, entry.body, entry.atMs);
+    const nowMs = Date.now();
+    const snapshot = encodeEntry({ atMs: nowMs, body: store.exportNamespace(namespace, nowMs) });
+    await this.compactScript(this.keys(namespace), [contents.position.epoch, contents.position.version, snapshot]);
+  }
+
+  private keys(namespace: string): string[] {
+    const base = this.names.lattice(namespace);
+    return [`${base}:meta`, `${base}:log`, `${base}:snap`];
+  }
+}
+
+/** The snapshot (when any), then every entry after it, in log order. */
+export function entriesOf(contents: LogContents): LatticeEntry[] {
+  const entries = contents.entries.map((row) => row.entry);
+  return contents.snapshot === null ? entries : [contents.snapshot, ...entries];
+}
