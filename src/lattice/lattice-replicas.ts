@@ -96,13 +96,13 @@ export class LatticeReplicas {
     const replica = this.replicas.get(namespace);
     if (replica === undefined) return;
     const held = replica.position;
-    if (held !== null && held.epoch === position.epoch) {
-      if (position.version <= held.version) return; // applied already (a repair read it)
-      if (position.version === held.version + 1) {
-        this.apply(namespace, entry);
-        replica.position = position;
-        return;
-      }
+    const isSameEpoch = held !== null && held.epoch === position.epoch;
+    if (isSameEpoch && position.version <= held.version) return; // applied already (a repair read it)
+    // The next entry of the epoch we follow, or the first entry of a namespace Redis did not hold.
+    if ((isSameEpoch && position.version === held.version + 1) || (held === null && position.version === 1)) {
+      this.apply(namespace, entry);
+      replica.position = position;
+      return;
     }
     // A gap or another epoch: this node missed something.
     this.repairs.inc();

@@ -119,18 +119,19 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
 
   /** Cluster mode: the body goes into the log like any update; the newcomer's snapshot follows it in order. */
   private async subscribeThroughLog(connection: Connection | undefined, namespace: string, body: LatticeBody): Promise<void> {
+    // SPEC §5: an unknown connection is 204 and nothing happens.
+    if (connection === undefined || connection.state === 'closed') return;
     const entry = { atMs: Date.now(), body };
-    const isLive = connection !== undefined && connection.state !== 'closed';
-    if (isLive) await this.replicas!.hold(namespace);
+    await this.replicas!.hold(namespace);
     const position = await this.log!.append(namespace, entry);
-    if (!isLive) return;
     await this.replicas!.appended(namespace, position, entry);
     await this.replicas!.run(namespace, () => {
       if (connection.state === 'closed') return;
       this.attach(connection, namespace);
       if (connection.isReady) this.sendSnapshot(connection, namespace);
     });
-    if (connection.state === 'closed' && !this.attached.has(namespace)) this.releaseNamespace(namespace);
+    // The connection left meanwhile and nobody else here holds the namespace.
+    if (!this.attached.has(namespace)) this.releaseNamespace(namespace);
   }
 
   private applyUnsubscribe(connectionId: string, namespace: string): void {

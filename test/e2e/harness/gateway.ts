@@ -37,9 +37,10 @@ export type ConfigFileText = string | ((upstreamUrl: string) => string);
 /**
  * Start the real app through the same startGateway as main.ts, both listeners
  * on port 0, with a real fake upstream (unless UPSTREAM_URL is given).
+ * A `sharedUpstream` (several nodes of one cluster) is not closed by `close()`.
  */
-export async function startTestGateway(env: Record<string, string> = {}, fileText?: ConfigFileText): Promise<TestGateway> {
-  const upstream = await FakeUpstream.start();
+export async function startTestGateway(env: Record<string, string> = {}, fileText?: ConfigFileText, sharedUpstream?: FakeUpstream): Promise<TestGateway> {
+  const upstream = sharedUpstream ?? (await FakeUpstream.start());
   const config = loadConfig(
     { HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', LOG_LEVEL: 'debug', UPSTREAM_URL: upstream.url, ...env },
     typeof fileText === 'function' ? fileText(upstream.url) : fileText,
@@ -87,7 +88,7 @@ export async function startTestGateway(env: Record<string, string> = {}, fileTex
       await Promise.all(clients.map((c) => c.close()));
       // The upstream goes first: requests it holds ('hang') then fail at once
       // instead of keeping the gateway's drain waiting for SHUTDOWN_GRACE.
-      await upstream.close();
+      if (sharedUpstream === undefined) await upstream.close();
       await gateway.close();
     },
   };

@@ -1,0 +1,49 @@
+import { randomBytes } from 'node:crypto';
+import { FakeUpstream } from './fake-upstream';
+import { TestGateway, startTestGateway } from './gateway';
+
+/** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+
+/** Several in-process nodes of one cluster on one Redis, sharing one fake upstream. */
+export interface TestCluster {
+  readonly nodes: TestGateway[];
+  readonly upstream: FakeUpstream;
+  /** REDIS_PREFIX of this cluster: random, so spec files can run in parallel. */
+  readonly prefix: string;
+  close(): Promise<void>;
+}
+
+/** A fresh REDIS_PREFIX. */
+export function randomPrefix(): string {
+  return `e2e:${randomBytes(6).toString('hex')}:`;
+}
+
+/**
+ * Start `count` nodes (NODE_ID nodeA, nodeB, …) with a random REDIS_PREFIX,
+ * through the same startGateway as main.ts.
+ */
+export async function startTestCluster(count: number, env: Record<string, string> = {}): Promise<TestCluster> {
+  const upstream = await FakeUpstream.start();
+  const prefix = env.REDIS_PREFIX ?? randomPrefix();
+  const nodes: TestGateway[] = [];
+  try {
+    for (let i = 0; i < count; i++) {
+      const nodeId = `node${String.fromCharCode(65 + i)}`;
+      nodes.push(await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId, ...env }, undefined, upstream));
+    }
+  } catch (err) {
+    await Promise.all(nodes.map((node) => node.close()));
+    await upstream.close();
+    throw err;
+  }
+  return {
+    nodes,
+    upstream,
+    prefix,
+    close: async () => {
+      await Promise.all(nodes.map((node) => node.close()));
+      await upstream.close();
+    },
+  };
+}
