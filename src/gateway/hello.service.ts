@@ -52,7 +52,12 @@ export class HelloService {
     this.registry.bindUser(connection, outcome.identity.userId);
     // Announce the session while still pending: this connection's own status reaches it
     // in its snapshot after hello, not as a separate push (SPEC §3).
-    this.sessions.authorized(connection);
+    // Cluster mode: resolves once Redis counted the connection (single node: synchronous).
+    const counted = this.sessions.authorized(connection);
+    if (counted !== undefined) {
+      await counted;
+      if (connection.state !== 'pending') return; // left meanwhile: its removal already undid the count
+    }
     connection.state = 'ready';
     if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.helloSequence.send(connection);

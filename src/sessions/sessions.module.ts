@@ -1,7 +1,8 @@
 import { Module } from '@nestjs/common';
+import { ClusterModule } from '../cluster/cluster.module';
 import { ConnectionsModule } from '../connections/connections.module';
 import { UpstreamModule } from '../upstream/upstream.module';
 import { SessionsService } from './sessions.service';
 
-@Module({ imports: [ConnectionsModule, UpstreamModule], providers: [SessionsService], exports: [SessionsService] })
+@Module({ imports: [ConnectionsModule, UpstreamModule, ClusterModule], providers: [SessionsService], exports: [SessionsService] })
 export class SessionsModule {}

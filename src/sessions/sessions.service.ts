@@ -1,5 +1,6 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Identity } from '../auth/auth-response';
+import { ClusterContext } from '../cluster/cluster-context';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -8,9 +9,11 @@ import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 import { clampActiveMs, extendDeadline } from './activity';
 import { DeadlineQueue } from '../scheduling/deadline-queue';
+import { ClusterSessions } from './cluster-sessions';
 
 /** A user's presence status (SPEC §7). */
 export type PresenceStatus = 'active' | 'inactive' | 'offline';
+/** `atMs`: the status register's version (epoch ms; Redis time in cluster mode). */
 export type StatusListener = (userId: string, status: PresenceStatus, atMs: number) => void;
 
 interface Session {
@@ -37,14 +40,27 @@ export class SessionsService implements OnModuleDestroy {
   private readonly deadlines = new DeadlineQueue<Session>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
+  /** Cluster mode: deadlines and statuses live in Redis (SPEC §11); null on a single node. */
+  private readonly cluster: ClusterSessions | null = null;
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
     private readonly upstream: UpstreamClient,
     private readonly routes: UpstreamRoutes,
+    cluster: ClusterContext,
   ) {
     registry.onRemove((connection) => this.onConnectionGone(connection));
+    if (cluster.link !== null) {
+      const countOf = (userId: string): number => [...registry.ofUser(userId)].length;
+      const announce = (userId: string, status: PresenceStatus, version: number): void => this.announce(userId, status, version);
+      const notice = (userId: string, authorization: string, handlerName: string): void => {
+        const handler = config.handlers.find((h) => h.name === handlerName) ?? config.handlers[0];
+        this.notifyInactive(userId, authorization, handler);
+      };
+      this.cluster = new ClusterSessions(cluster.link, cluster.names, cluster.nodeId, countOf, announce, notice);
+      cluster.onNodeGone((nodeId) => this.cluster!.removeNode(nodeId));
+    }
   }
 
   onStatusChange(listener: StatusListener): void {
@@ -56,10 +72,14 @@ export class SessionsService implements OnModuleDestroy {
     return this.sessions.get(userId)?.status ?? null;
   }
 
-  /** SPEC §8: a user authorized a connection. */
-  authorized(connection: Connection): void {
+  /**
+   * SPEC §8: a user authorized a connection. In cluster mode it resolves once
+   * Redis counted it (its status is then known for the hello snapshots).
+   */
+  authorized(connection: Connection): Promise<void> | void {
     const identity = connection.identity!;
     const windowMs = this.config.sessions.newConnectionIdleTimeoutMs;
+    if (this.cluster !== null) return this.cluster.connected(identity.userId, windowMs, identity.authorization, connection.handler.name);
     const session = this.sessions.get(identity.userId);
     if (session === undefined) {
       const created: Session = { userId: identity.userId, status: 'active', deadlineAt: Date.now() + windowMs, identity, handler: connection.handler };
@@ -75,14 +95,18 @@ export class SessionsService implements OnModuleDestroy {
 
   /** SPEC §8: a valid call carried `active: N` seconds. */
   touch(userId: string, activeSeconds: number): void {
+    const { clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs } = this.config.sessions;
+    const windowMs = clampActiveMs(activeSeconds, clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs);
+    if (this.cluster !== null) return this.cluster.touch(userId, windowMs);
     const session = this.sessions.get(userId);
     if (session === undefined) return;
-    const { clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs } = this.config.sessions;
-    this.extend(userId, session, clampActiveMs(activeSeconds, clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs));
+    this.extend(userId, session, windowMs);
   }
 
-  onModuleDestroy(): void {
+  /** Cluster mode: this node's presence is withdrawn before the link closes (SPEC §11 "Drain"). */
+  async onModuleDestroy(): Promise<void> {
     if (this.timer !== null) clearTimeout(this.timer);
+    await this.cluster?.stop();
   }
 
   private extend(userId: string, session: Session, windowMs: number): void {
@@ -121,7 +145,7 @@ export class SessionsService implements OnModuleDestroy {
     // Stale entry: the session ended, was replaced, or went inactive meanwhile.
     if (this.sessions.get(userId) !== session || session.status !== 'active') return;
     if (session.deadlineAt > Date.now()) return this.schedule(session);
-    if (this.config.sessions.shouldNotifyInactive) this.notifyInactive(session);
+    this.notifyInactive(userId, session.identity.authorization, session.handler);
     if (this.registry.hasUser(userId)) {
       session.status = 'inactive';
       this.announce(userId, 'inactive');
@@ -132,6 +156,7 @@ export class SessionsService implements OnModuleDestroy {
 
   private onConnectionGone(connection: Connection): void {
     const userId = connection.userId;
+    if (userId !== null && this.cluster !== null) return void this.cluster.disconnected(userId);
     if (userId === null || this.registry.hasUser(userId)) return;
     if (this.sessions.get(userId)?.status === 'inactive') this.end(userId);
   }
@@ -141,16 +166,15 @@ export class SessionsService implements OnModuleDestroy {
     this.announce(userId, 'offline');
   }
 
-  private notifyInactive(session: Session): void {
-    const route = this.routes.tableFor(session.handler).route(SESSION_INACTIVE_METHOD);
-    const headers = { authorization: session.identity.authorization };
+  private notifyInactive(userId: string, authorization: string, handler: Handler): void {
+    if (!this.config.sessions.shouldNotifyInactive) return;
+    const route = this.routes.tableFor(handler).route(SESSION_INACTIVE_METHOD);
     // Response ignored, no retry (SPEC §8); post() never throws.
-    void this.upstream.post(route, INACTIVE_BODY, headers, 'inactive');
-    this.logger.debug({ msg: 'session inactive', user_id: session.identity.userId });
+    void this.upstream.post(route, INACTIVE_BODY, { authorization }, 'inactive');
+    this.logger.debug({ msg: 'session inactive', user_id: userId });
   }
 
-  private announce(userId: string, status: PresenceStatus): void {
-    const atMs = Date.now();
+  private announce(userId: string, status: PresenceStatus, atMs = Date.now()): void {
     for (const listener of this.listeners) listener(userId, status, atMs);
   }
 }

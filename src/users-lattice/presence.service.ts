@@ -1,19 +1,25 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
+import { ClusterContext } from '../cluster/cluster-context';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { encodeLattice } from '../protocol/frames';
 import { PresenceStatus, SessionsService } from '../sessions/sessions.service';
+import { parseStatusMessage, readStatuses } from './cluster-statuses';
 
 /** The users lattice namespace as clients see it (SPEC §7). */
 export const USERS_NAMESPACE = 'gateway.user';
 
 type StatusRegister = readonly [atMs: number, status: PresenceStatus];
 
+const NEVER_SEEN: StatusRegister = [0, 'offline'];
+
 /**
  * The users lattice `gateway.user` (SPEC §7): per-connection watch lists and
- * status pushes. Statuses come from SessionsService.
+ * status pushes. Statuses come from SessionsService; in cluster mode (SPEC
+ * §11) also from the channels of watched users, read from Redis when a user
+ * is first watched here, and kept as registers (a newer version wins).
  */
 @Injectable()
 export class PresenceService implements OnModuleInit {
@@ -30,6 +36,7 @@ export class PresenceService implements OnModuleInit {
     private readonly registry: ConnectionRegistry,
     private readonly sessions: SessionsService,
     metrics: GatewayMetrics,
+    private readonly cluster: ClusterContext,
   ) {
     this.framesSent = metrics.framesSent.labels('lattice');
   }
@@ -40,6 +47,10 @@ export class PresenceService implements OnModuleInit {
     // Endpoint 8: the user's connections may be on any node.
     this.broker.handle<readonly string[]>('users_add', (userId, userIds) => this.applyAdd(userId, userIds));
     this.sessions.onStatusChange((userId, status, atMs) => this.onStatus(userId, status, atMs));
+    this.broker.listen('u', (userId, payload) => {
+      const register = parseStatusMessage(payload);
+      if (register !== null) this.onStatus(userId, register[1], register[0]);
+    });
     this.registry.onRemove((connection) => this.unwatchAll(connection));
   }
 
@@ -61,10 +72,10 @@ export class PresenceService implements OnModuleInit {
     if (watched !== undefined) this.sendStatuses(connection, watched);
   }
 
-  private applySubscribe(connectionId: string, userIds: readonly string[]): void {
+  private applySubscribe(connectionId: string, userIds: readonly string[]): Promise<void> | void {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
-    this.watch(connection, userIds);
+    return this.watch(connection, userIds);
   }
 
   private applyUnsubscribe(connectionId: string): void {
@@ -73,22 +84,40 @@ export class PresenceService implements OnModuleInit {
   }
 
   /** Endpoint 8: only connections of `userId` already subscribed are affected. */
-  private applyAdd(userId: string, userIds: readonly string[]): void {
-    for (const connection of this.registry.ofUser(userId)) {
-      if (this.watchLists.has(connection)) this.watch(connection, userIds);
-    }
+  private async applyAdd(userId: string, userIds: readonly string[]): Promise<void> {
+    const subscribed = [...this.registry.ofUser(userId)].filter((connection) => this.watchLists.has(connection));
+    await Promise.all(subscribed.map((connection) => this.watch(connection, userIds)));
   }
 
-  private watch(connection: Connection, userIds: readonly string[]): void {
+  private watch(connection: Connection, userIds: readonly string[]): Promise<void> | void {
     let watched = this.watchLists.get(connection);
     if (watched === undefined) this.watchLists.set(connection, (watched = new Set()));
+    const newlyWatched: string[] = [];
     for (const userId of userIds) {
       watched.add(userId);
       let set = this.watchers.get(userId);
-      if (set === undefined) this.watchers.set(userId, (set = new Set()));
+      if (set === undefined) {
+        this.watchers.set(userId, (set = new Set()));
+        newlyWatched.push(userId);
+      }
       set.add(connection);
     }
+    if (this.cluster.link !== null && newlyWatched.length > 0) return this.watchAcrossCluster(connection, userIds, newlyWatched);
     // Pending connections get the whole list in their snapshot after hello.
+    if (connection.isReady) this.sendStatuses(connection, userIds);
+  }
+
+  /** Cluster mode: listen to the users' channels first, then read their statuses (nothing is missed between). */
+  private async watchAcrossCluster(connection: Connection, userIds: readonly string[], newlyWatched: readonly string[]): Promise<void> {
+    await Promise.all(newlyWatched.map((userId) => this.broker.join('u', userId)));
+    if (this.cluster.link!.isUp) {
+      try {
+        const read = await readStatuses(this.cluster.link!, this.cluster.names, newlyWatched);
+        for (const [userId, register] of read) this.keepNewer(userId, register);
+      } catch {
+        // Redis went down meanwhile: statuses come with the next change or after the reconnect.
+      }
+    }
     if (connection.isReady) this.sendStatuses(connection, userIds);
   }
 
@@ -99,13 +128,29 @@ export class PresenceService implements OnModuleInit {
     for (const userId of watched) {
       const set = this.watchers.get(userId);
       set?.delete(connection);
-      if (set?.size === 0) this.watchers.delete(userId);
+      if (set?.size !== 0) continue;
+      this.watchers.delete(userId);
+      if (this.cluster.link === null) continue;
+      // Cluster mode keeps only watched users' statuses.
+      this.broker.leave('u', userId);
+      this.statuses.delete(userId);
     }
+  }
+
+  /** Cluster mode: a register replaces the known one only when newer; true when it did. */
+  private keepNewer(userId: string, register: StatusRegister): boolean {
+    const known = this.statuses.get(userId);
+    if (known !== undefined && known[0] >= register[0]) return false;
+    this.statuses.set(userId, register);
+    return true;
   }
 
   private onStatus(userId: string, status: PresenceStatus, atMs: number): void {
     const register: StatusRegister = [atMs, status];
-    if (status === 'offline') this.statuses.delete(userId);
+    if (this.cluster.link !== null) {
+      // Only watched users matter here; offline stays stored as a register so an older status cannot win.
+      if (!this.watchers.has(userId) || !this.keepNewer(userId, register)) return;
+    } else if (status === 'offline') this.statuses.delete(userId);
     else this.statuses.set(userId, register);
     const watching = this.watchers.get(userId);
     if (watching === undefined) return;
@@ -116,11 +161,10 @@ export class PresenceService implements OnModuleInit {
   }
 
   private sendStatuses(connection: Connection, userIds: Iterable<string>): void {
-    const now = Date.now();
     // Null prototype: a user id may be "__proto__".
     const data: Record<string, { status_register: StatusRegister }> = Object.create(null);
-    // A user the gateway has never seen is offline with the current time (SPEC §7).
-    for (const userId of userIds) data[userId] = { status_register: this.statuses.get(userId) ?? [now, 'offline'] };
+    // [fix] A user the gateway has never seen is offline with version 0 (SPEC §7).
+    for (const userId of userIds) data[userId] = { status_register: this.statuses.get(userId) ?? NEVER_SEEN };
     if (connection.send(encodeLattice(USERS_NAMESPACE, data))) this.framesSent.inc();
   }
 }

@@ -1,0 +1,259 @@
+import { Logger } from '@nestjs/common';
+import { ClusterNames, originHead } from '../cluster/channels';
+import { RedisLink } from '../cluster/redis-link';
+import { extendDeadline } from './activity';
+
+/** A status change with its cluster-wide version (Redis `TIME`, ms): SPEC §7 registers. */
+export type StatusAnnounce = (userId: string, status: 'active' | 'inactive' | 'offline', version: number) => void;
+/** Sends one `session_inactive` for a user this node claimed (identity header value, handler name). */
+export type InactiveNotice = (userId: string, authorization: string, handlerName: string) => void;
+
+/** What this node knows of a user with connections here. */
+interface LocalSession {
+  deadlineAt: number;
+  /** When a call's `active` last reached Redis (epoch ms; 0 = never). */
+  pushedAt: number;
+  authorization: string;
+  handlerName: string;
+}
+
+/** CLUSTER.md: deadlines are pushed at most about once per second per user. */
+export const DEADLINE_FLUSH_MS = 1000;
+/** CLUSTER.md: every node polls for due deadlines every 250–1000 ms, with jitter. */
+const CLAIM_MIN_MS = 250;
+const CLAIM_JITTER_MS = 250;
+const CLAIM_BATCH = 100;
+
+// Time from Redis, so node clock skew cannot make a status go backwards (SPEC §7).
+const NOW = `local t = redis.call('TIME')
+local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+/** Reads the user hash `key` into: total connections, s, ver, id, auth, h. */
+const readUser = (key: string): string => `local total, s, ver, id, auth, h = 0, false, 0, false, '', ''
+local fields = redis.call('HGETALL', ${key})
+for i = 1, #fields, 2 do
+  local f, v = fields[i], fields[i + 1]
+  if f:sub(1, 2) == 'c:' then total = total + tonumber(v)
+  elseif f == 's' then s = v elseif f == 'ver' then ver = tonumber(v)
+  elseif f == 'id' then id = v elseif f == 'auth' then auth = v elseif f == 'h' then h = v end
+end`;
+
+// KEYS: user hash (= user channel), node's users, deadlines.
+// ARGV: node, user id, deadline, authorization, handler, origin head, 'incr'|'set', count, wanted status.
+const ASSERT = `${NOW}
+local field = 'c:' .. ARGV[1]
+if ARGV[7] == 'incr' then redis.call('HINCRBY', KEYS[1], field, ARGV[8]) else redis.call('HSET', KEYS[1], field, ARGV[8]) end
+redis.call('HSET', KEYS[1], 'id', ARGV[2], 'auth', ARGV[4], 'h', ARGV[5])
+redis.call('SADD', KEYS[2], ARGV[2])
+local s = redis.call('HGET', KEYS[1], 's')
+local ver = tonumber(redis.call('HGET', KEYS[1], 'ver')) or 0
+local want = false
+if ARGV[9] == 'active' then
+  redis.call('ZADD', KEYS[3], 'GT', ARGV[3], KEYS[1])
+  if s ~= 'active' then want = 'active' end
+elseif not s then want = 'inactive' end
+if want then
+  ver = math.max(now, ver + 1)
+  s = want
+  redis.call('HSET', KEYS[1], 's', s, 'ver', ver)
+  redis.call('PUBLISH', KEYS[1], ARGV[6] .. '["' .. s .. '",' .. ver .. ']')
+end
+return {s, ver}`;
+
+// KEYS: user hash, node's users, deadlines. ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head.
+const LEAVE = `${NOW}
+local field = 'c:' .. ARGV[1]
+local n = 0
+if ARGV[3] == 'one' then n = redis.call('HINCRBY', KEYS[1], field, -1) end
+if n <= 0 then
+  redis.call('HDEL', KEYS[1], field)
+  redis.call('SREM', KEYS[2], ARGV[2])
+end
+${readUser('KEYS[1]')}
+if total <= 0 and s and (s == 'inactive' or ARGV[4] == '1') then
+  ver = math.max(now, ver + 1)
+  redis.call('DEL', KEYS[1])
+  redis.call('ZREM', KEYS[3], KEYS[1])
+  redis.call('PUBLISH', KEYS[1], ARGV[5] .. '["offline",' .. ver .. ']')
+  return {'offline', ver}
+end
+return {s, ver}`;
+
+// KEYS: deadlines. ARGV: batch size, origin head. Pops due users; only the popping node notifies (SPEC §11).
+const CLAIM = `${NOW}
+local out = {}
+for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))) do
+  redis.call('ZREM', KEYS[1], key)
+  ${readUser('key')}
+  if s == 'active' and id then
+    ver = math.max(now, ver + 1)
+    local status = 'inactive'
+    if total > 0 then redis.call('HSET', key, 's', status, 'ver', ver) else status = 'offline'; redis.call('DEL', key) end
+    redis.call('PUBLISH', key, ARGV[2] .. '["' .. status .. '",' .. ver .. ']')
+    table.insert(out, {id, auth, h, status, ver})
+  end
+end
+return out`;
+
+type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
+type StatusReply = [status: 'active' | 'inactive' | 'offline' | null, version: number];
+
+/**
+ * Sessions and presence across the cluster (SPEC §8, §11; CLUSTER.md
+ * "Presence and sessions"). Redis holds, per user, the status, its version,
+ * the identity for the inactivity notice and each node's connection count;
+ * one sorted set holds every deadline. Status changes are made and published
+ * by the scripts; this node announces what its own scripts returned, and
+ * only the node whose claim popped a deadline sends its `session_inactive`.
+ * A call's `active` costs no round trip: deadlines are flushed once a second.
+ */
+export class ClusterSessions {
+  private readonly logger = new Logger(ClusterSessions.name);
+  private readonly local = new Map<string, LocalSession>();
+  private readonly dirty = new Set<string>();
+  private readonly assertScript: Script;
+  private readonly leaveScript: Script;
+  private readonly claimScript: Script;
+  private readonly head: Buffer;
+  private flushTimer: NodeJS.Timeout | null = null;
+  private claimTimer: NodeJS.Timeout | null = null;
+  private isStopped = false;
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly names: ClusterNames,
+    private readonly nodeId: string,
+    private readonly countOf: (userId: string) => number,
+    private readonly announce: StatusAnnounce,
+    private readonly notice: InactiveNotice,
+  ) {
+    this.assertScript = link.script('gatewaySessionAssert', 3, ASSERT);
+    this.leaveScript = link.script('gatewaySessionLeave', 3, LEAVE);
+    this.claimScript = link.script('gatewaySessionClaim', 1, CLAIM);
+    this.head = originHead(nodeId);
+    link.onUp(() => this.reassert());
+    this.scheduleClaim();
+  }
+
+  /** A connection of `userId` was authorized here: count it, extend the deadline, status active. */
+  async connected(userId: string, windowMs: number, authorization: string, handlerName: string): Promise<void> {
+    const session = this.local.get(userId);
+    const deadlineAt = extendDeadline(session?.deadlineAt ?? 0, Date.now(), windowMs);
+    this.local.set(userId, { deadlineAt, pushedAt: session?.pushedAt ?? 0, authorization, handlerName });
+    if (!this.link.isUp) return; // re-asserted after the reconnect
+    await this.run(() => this.assert(userId, 'incr', 1, 'active'));
+  }
+
+  /** A connection of `userId` here closed. */
+  async disconnected(userId: string): Promise<void> {
+    if (this.countOf(userId) === 0) {
+      this.local.delete(userId);
+      this.dirty.delete(userId);
+    }
+    if (!this.link.isUp) return;
+    await this.run(() => this.leave(userId, this.nodeId, 'one', false));
+  }
+
+  /**
+   * SPEC §8 `active`: extend locally now; push to Redis at once when this
+   * user's last push is over {@link DEADLINE_FLUSH_MS} old, else with the
+   * next flush (at most one push per user per interval, never on the call path).
+   */
+  touch(userId: string, windowMs: number): void {
+    const session = this.local.get(userId);
+    if (session === undefined) return;
+    const now = Date.now();
+    session.deadlineAt = extendDeadline(session.deadlineAt, now, windowMs);
+    if (now - session.pushedAt >= DEADLINE_FLUSH_MS && this.link.isUp) {
+      session.pushedAt = now;
+      void this.run(() => this.assert(userId, 'incr', 0, 'active'));
+      return;
+    }
+    this.dirty.add(userId);
+    if (this.flushTimer === null) {
+      this.flushTimer = setTimeout(() => void this.flush(), DEADLINE_FLUSH_MS);
+      this.flushTimer.unref();
+    }
+  }
+
+  /** Drain, or a dead node: its users' counts go; users left without connections go offline at once. */
+  async removeNode(nodeId: string): Promise<void> {
+    const users = await this.link.command.smembers(this.names.nodeUsers(nodeId));
+    await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));
+    await this.link.command.del(this.names.nodeUsers(nodeId));
+  }
+
+  /** Withdraw this node's presence (SPEC §11 "Drain") and stop the timers. */
+  async stop(): Promise<void> {
+    this.isStopped = true;
+    if (this.flushTimer !== null) clearTimeout(this.flushTimer);
+    if (this.claimTimer !== null) clearTimeout(this.claimTimer);
+    if (this.link.isUp) await this.run(() => this.removeNode(this.nodeId));
+  }
+
+  /** After (re)connecting: this node's counts, deadlines and statuses as it knows them; stale ones removed. */
+  private async reassert(): Promise<void> {
+    const listed = await this.link.command.smembers(this.names.nodeUsers(this.nodeId));
+    const stale = listed.filter((userId) => !this.local.has(userId));
+    await Promise.all(stale.map((userId) => this.run(() => this.leave(userId, this.nodeId, 'all', false))));
+    const now = Date.now();
+    await Promise.all(
+      [...this.local].map(([userId, session]) => this.run(() => this.assert(userId, 'set', this.countOf(userId), session.deadlineAt > now ? 'active' : 'inactive'))),
+    );
+  }
+
+  private async flush(): Promise<void> {
+    this.flushTimer = null;
+    if (!this.link.isUp) return; // re-asserted after the reconnect
+    const users = [...this.dirty];
+    this.dirty.clear();
+    const now = Date.now();
+    for (const userId of users) {
+      const session = this.local.get(userId);
+      if (session !== undefined) session.pushedAt = now;
+    }
+    await Promise.all(users.map((userId) => this.run(() => this.assert(userId, 'incr', 0, 'active'))));
+  }
+
+  private async assert(userId: string, mode: 'incr' | 'set', count: number, wanted: 'active' | 'inactive'): Promise<void> {
+    const session = this.local.get(userId);
+    if (session === undefined) return;
+    const key = this.names.channel('u', userId);
+    const args = [this.nodeId, userId, session.deadlineAt, session.authorization, session.handlerName, this.head, mode, count, wanted];
+    const [status, version] = (await this.assertScript([key, this.names.nodeUsers(this.nodeId), this.names.deadlines], args)) as StatusReply;
+    if (status !== null) this.announce(userId, status, version);
+  }
+
+  private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean): Promise<void> {
+    const key = this.names.channel('u', userId);
+    const reply = (await this.leaveScript([key, this.names.nodeUsers(nodeId), this.names.deadlines], [nodeId, userId, mode, isForced ? '1' : '0', this.head])) as StatusReply;
+    if (reply[0] === 'offline') this.announce(userId, 'offline', reply[1]);
+  }
+
+  private scheduleClaim(): void {
+    if (this.isStopped) return;
+    this.claimTimer = setTimeout(() => void this.claim().finally(() => this.scheduleClaim()), CLAIM_MIN_MS + Math.random() * CLAIM_JITTER_MS);
+    this.claimTimer.unref();
+  }
+
+  private async claim(): Promise<void> {
+    if (!this.link.isUp) return;
+    try {
+      const claimed = (await this.claimScript([this.names.deadlines], [CLAIM_BATCH, this.head])) as [string, string, string, 'inactive' | 'offline', number][];
+      for (const [userId, authorization, handlerName, status, version] of claimed) {
+        this.notice(userId, authorization, handlerName);
+        this.announce(userId, status, version);
+      }
+    } catch (err) {
+      this.logger.debug({ msg: 'deadline claim failed', error: (err as Error).message });
+    }
+  }
+
+  /** Redis errors (an outage in between) are logged; the next reconnect re-asserts everything. */
+  private async run(step: () => Promise<void>): Promise<void> {
+    try {
+      await step();
+    } catch (err) {
+      this.logger.debug({ msg: 'presence update failed', error: (err as Error).message });
+    }
+  }
+}

@@ -1,0 +1,36 @@
+import { ClusterNames } from '../cluster/channels';
+import { RedisLink } from '../cluster/redis-link';
+import type { PresenceStatus } from '../sessions/sessions.service';
+
+/** `[version, status]`: the status register of SPEC §7. */
+export type StatusRegister = readonly [version: number, status: PresenceStatus];
+
+const STATUSES: ReadonlySet<string> = new Set(['active', 'inactive', 'offline']);
+
+/**
+ * A user channel message `["<status>", <version>]` (written by the presence
+ * scripts in sessions/cluster-sessions.ts); null when malformed.
+ */
+export function parseStatusMessage(payload: Buffer): StatusRegister | null {
+  try {
+    const value: unknown = JSON.parse(payload.toString('utf8'));
+    if (Array.isArray(value) && STATUSES.has(value[0] as string) && typeof value[1] === 'number') return [value[1], value[0] as PresenceStatus];
+  } catch {
+    // ignored below
+  }
+  return null;
+}
+
+/**
+ * The current status of each user, read from the user hashes in one round
+ * trip. A user Redis does not hold is `offline` with version 0 (SPEC §7).
+ */
+export async function readStatuses(link: RedisLink, names: ClusterNames, userIds: readonly string[]): Promise<Map<string, StatusRegister>> {
+  const replies = (await link.timed('hmget', link.command.pipeline(userIds.map((userId) => ['hmget', names.channel('u', userId), 's', 'ver'])).exec())) ?? [];
+  const out = new Map<string, StatusRegister>();
+  userIds.forEach((userId, i) => {
+    const [status, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
+    out.set(userId, status !== null && STATUSES.has(status) ? [Number(version), status as PresenceStatus] : [0, 'offline']);
+  });
+  return out;
+}
