@@ -19,6 +19,8 @@ module.exports = {
       testMatch: ['<rootDir>/test/**/*.e2e-spec.ts'],
       transform: { '^.+\\.ts$': tsJest },
       setupFiles: ['reflect-metadata'],
+      // Specs that run dist/main.js in a child process need a build of this checkout: made once, here.
+      globalSetup: '<rootDir>/test/e2e/harness/global-setup.ts',
     },
   ],
 };

@@ -139,7 +139,7 @@ export class ClusterSessions {
     const session = this.local.get(userId);
     const deadlineAt = extendDeadline(session?.deadlineAt ?? 0, Date.now(), windowMs);
     this.local.set(userId, { deadlineAt, pushedAt: session?.pushedAt ?? 0, authorization, handlerName });
-    if (!this.link.isUp) return; // re-asserted after the reconnect
+    if (!this.link.isUp || this.isStopped) return; // re-asserted after the reconnect; nothing while draining
     await this.run(() => this.assert(userId, 'incr', 1, 'active'));
   }
 
@@ -149,7 +149,7 @@ export class ClusterSessions {
       this.local.delete(userId);
       this.dirty.delete(userId);
     }
-    if (!this.link.isUp) return;
+    if (!this.link.isUp || this.isStopped) return;
     await this.run(() => this.leave(userId, this.nodeId, 'one', false));
   }
 
@@ -163,6 +163,7 @@ export class ClusterSessions {
     if (session === undefined) return;
     const now = Date.now();
     session.deadlineAt = extendDeadline(session.deadlineAt, now, windowMs);
+    if (this.isStopped) return;
     if (now - session.pushedAt >= DEADLINE_FLUSH_MS && this.link.isUp) {
       session.pushedAt = now;
       void this.run(() => this.assert(userId, 'incr', 0, 'active'));
@@ -182,8 +183,13 @@ export class ClusterSessions {
     await this.link.command.del(this.names.nodeUsers(nodeId));
   }
 
-  /** Withdraw this node's presence (SPEC §11 "Drain") and stop the timers. */
+  /**
+   * Drain (SPEC §11): withdraw this node's presence at once (users left
+   * without connections go offline), stop the timers, and count no more
+   * connections or departures here.
+   */
   async stop(): Promise<void> {
+    if (this.isStopped) return;
     this.isStopped = true;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     if (this.claimTimer !== null) clearTimeout(this.claimTimer);

@@ -4,6 +4,7 @@ import { ClusterContext } from '../cluster/cluster-context';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { ShutdownService } from '../lifecycle/shutdown.service';
 import { SESSION_INACTIVE_METHOD } from '../upstream/destinations';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
@@ -49,6 +50,7 @@ export class SessionsService implements OnModuleDestroy {
     private readonly upstream: UpstreamClient,
     private readonly routes: UpstreamRoutes,
     cluster: ClusterContext,
+    shutdown: ShutdownService,
   ) {
     registry.onRemove((connection) => this.onConnectionGone(connection));
     if (cluster.link !== null) {
@@ -60,6 +62,8 @@ export class SessionsService implements OnModuleDestroy {
       };
       this.cluster = new ClusterSessions(cluster.link, cluster.names, cluster.nodeId, countOf, announce, notice);
       cluster.onNodeGone((nodeId) => this.cluster!.removeNode(nodeId));
+      // SPEC §11 "Drain": presence goes before the clients do, so watchers see it at once.
+      shutdown.onDrain(() => this.cluster!.stop());
     }
   }
 

@@ -5,8 +5,17 @@ import { within } from './wait';
 export const PROJECT_ROOT = path.resolve(__dirname, '..', '..', '..');
 const MAIN_JS = path.join(PROJECT_ROOT, 'dist', 'main.js');
 
-/** `npm run build` (tsc -p tsconfig.build.json), so a child runs the current code. */
+/** Set by the e2e project's globalSetup once dist/ is built for this run. */
+const BUILT_FLAG = 'GATEWAY_E2E_DIST_BUILT';
+
+/**
+ * `npm run build` (tsc -p tsconfig.build.json), so a child runs the current
+ * code. The e2e project builds once in its globalSetup (jest.config.js), so
+ * spec files never rebuild dist/ while another file's children load it; then
+ * this is a no-op.
+ */
 export function buildGateway(timeoutMs = 120_000): void {
+  if (process.env[BUILT_FLAG] === '1') return;
   const tsc = require.resolve('typescript/bin/tsc', { paths: [PROJECT_ROOT] });
   try {
     execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: PROJECT_ROOT, timeout: timeoutMs, stdio: 'pipe' });
@@ -14,6 +23,7 @@ export function buildGateway(timeoutMs = 120_000): void {
     const out = err as { stdout?: Buffer; stderr?: Buffer; message: string };
     throw new Error(`build failed: ${out.message}\n${String(out.stdout ?? '')}${String(out.stderr ?? '')}`);
   }
+  process.env[BUILT_FLAG] = '1';
 }
 
 /** How a child process ended. */

@@ -1,0 +1,70 @@
+import { ChildProcess, spawn } from 'node:child_process';
+import * as net from 'node:net';
+import Redis from 'ioredis';
+import { within } from './wait';
+
+/**
+ * A dedicated `redis-server` on a free port, for tests that kill or restart
+ * Redis (the shared one on 6379 is left alone). Nothing is kept on disk, so a
+ * restart comes back empty. Stopped by its PID.
+ */
+export class RedisServer {
+  private child: ChildProcess | null = null;
+
+  private constructor(readonly port: number) {}
+
+  get url(): string {
+    return `redis://127.0.0.1:${this.port}`;
+  }
+
+  static async start(): Promise<RedisServer> {
+    const server = new RedisServer(await freePort());
+    await server.restart();
+    return server;
+  }
+
+  /** Start (again) on the same port and resolve once it answers PING. */
+  async restart(ms = 5000): Promise<void> {
+    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    this.child = child;
+    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
+    await within(Promise.race([this.untilPong(), failed]), `redis-server on port ${this.port} to answer PING`, ms);
+  }
+
+  /** SIGKILL by PID and wait for the exit. */
+  async kill(): Promise<void> {
+    const child = this.child;
+    this.child = null;
+    if (child === null || child.exitCode !== null) return;
+    const exited = new Promise((resolve) => child.once('exit', resolve));
+    child.kill('SIGKILL');
+    await within(exited, 'redis-server to exit', 5000);
+  }
+
+  private async untilPong(): Promise<void> {
+    for (;;) {
+      const probe = new Redis(this.url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+      probe.on('error', () => undefined);
+      try {
+        await probe.connect();
+        if ((await probe.ping()) === 'PONG') return;
+      } catch {
+        // not up yet
+      } finally {
+        probe.disconnect();
+      }
+      await new Promise((resolve) => setTimeout(resolve, 20));
+    }
+  }
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
