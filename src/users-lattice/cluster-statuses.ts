@@ -23,14 +23,22 @@ export function parseStatusMessage(payload: Buffer): StatusRegister | null {
 
 /**
  * The current status of each user, read from the user hashes in one round
- * trip. A user Redis does not hold is `offline` with version 0 (SPEC §7).
+ * trip. A user Redis does not hold is `offline` with `missingVersion`: 0 for
+ * a user never seen (SPEC §7); Redis' own time after an outage, when Redis
+ * may have forgotten users that left meanwhile.
  */
-export async function readStatuses(link: RedisLink, names: ClusterNames, userIds: readonly string[]): Promise<Map<string, StatusRegister>> {
+export async function readStatuses(link: RedisLink, names: ClusterNames, userIds: readonly string[], missingVersion = 0): Promise<Map<string, StatusRegister>> {
   const replies = (await link.timed('hmget', link.command.pipeline(userIds.map((userId) => ['hmget', names.channel('u', userId), 's', 'ver'])).exec())) ?? [];
   const out = new Map<string, StatusRegister>();
   userIds.forEach((userId, i) => {
     const [status, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
-    out.set(userId, status !== null && STATUSES.has(status) ? [Number(version), status as PresenceStatus] : [0, 'offline']);
+    out.set(userId, status !== null && STATUSES.has(status) ? [Number(version), status as PresenceStatus] : [missingVersion, 'offline']);
   });
   return out;
+}
+
+/** Redis' clock in epoch ms (the one clock of status versions, SPEC §7). */
+export async function redisTimeMs(link: RedisLink): Promise<number> {
+  const [seconds, micros] = await link.command.time();
+  return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);
 }

@@ -6,7 +6,7 @@ import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { encodeLattice } from '../protocol/frames';
 import { PresenceStatus, SessionsService } from '../sessions/sessions.service';
-import { parseStatusMessage, readStatuses } from './cluster-statuses';
+import { parseStatusMessage, readStatuses, redisTimeMs } from './cluster-statuses';
 
 /** The users lattice namespace as clients see it (SPEC §7). */
 export const USERS_NAMESPACE = 'gateway.user';
@@ -51,6 +51,7 @@ export class PresenceService implements OnModuleInit {
       const register = parseStatusMessage(payload);
       if (register !== null) this.onStatus(userId, register[1], register[0]);
     });
+    this.cluster.link?.onUp(() => this.rereadWatched());
     this.registry.onRemove((connection) => this.unwatchAll(connection));
   }
 
@@ -135,6 +136,17 @@ export class PresenceService implements OnModuleInit {
       this.broker.leave('u', userId);
       this.statuses.delete(userId);
     }
+  }
+
+  /**
+   * Cluster mode, after a Redis reconnect: changes published while this node
+   * was cut off are lost, so re-read every watched user and push what moved.
+   */
+  private async rereadWatched(): Promise<void> {
+    const userIds = [...this.watchers.keys()];
+    if (userIds.length === 0) return;
+    const read = await readStatuses(this.cluster.link!, this.cluster.names, userIds, await redisTimeMs(this.cluster.link!));
+    for (const [userId, register] of read) this.onStatus(userId, register[1], register[0]);
   }
 
   /** Cluster mode: a register replaces the known one only when newer; true when it did. */
