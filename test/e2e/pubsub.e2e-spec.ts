@@ -1,7 +1,8 @@
-import { TestGateway, startTestGateway } from './harness/gateway';
+import { TOPOLOGIES } from './harness/cluster';
+import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 
-describe('pub/sub', () => {
+describe.each(TOPOLOGIES)('pub/sub (%s)', (_, startTestGateway) => {
   let t: TestGateway;
   beforeEach(async () => (t = await startTestGateway()));
   afterEach(() => t.close());

@@ -1,11 +1,12 @@
-import { TestGateway, startTestGateway } from './harness/gateway';
+import { TOPOLOGIES } from './harness/cluster';
+import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { Frame, WsClient } from './harness/ws-client';
 
 type Statuses = Record<string, { status_register: [number, string] }>;
 
 /** SPEC §7: the users lattice `gateway.user`, endpoints 7, 8, 9 and status pushes. */
-describe('users lattice', () => {
+describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
   let t: TestGateway;
   afterEach(() => t.close());
 

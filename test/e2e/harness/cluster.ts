@@ -47,3 +47,19 @@ export async function startTestCluster(count: number, env: Record<string, string
     },
   };
 }
+
+/**
+ * Two nodes seen as one TestGateway: clients connect to node A, `/v1` calls
+ * go to node B (`apiUrl`), so every command for a connection crosses nodes.
+ */
+export async function startTwoNodeGateway(env: Record<string, string> = {}): Promise<TestGateway> {
+  const cluster = await startTestCluster(2, env);
+  const [a, b] = cluster.nodes;
+  return { ...a, apiUrl: b.apiUrl, close: () => cluster.close() };
+}
+
+/** How spec files run in both shapes (issue 10: the /v1 conformance rows, API on another node than the client). */
+export const TOPOLOGIES: ReadonlyArray<[string, (env?: Record<string, string>) => Promise<TestGateway>]> = [
+  ['one node', (env) => startTestGateway(env)],
+  ['two nodes, /v1 on the other node', startTwoNodeGateway],
+];
