@@ -33,7 +33,7 @@ async function startStack(target, opts) {
 
 async function stopStack(stack) {
   await Promise.allSettled(stack.workers.map((w) => w.request({ cmd: 'close' }, 10_000)));
-  await Promise.allSettled([...stack.workers, stack.server, stack.upstream].filter(Boolean).map((c) => c.stop()));
+  await Promise.allSettled([...stack.workers, ...(stack.nodes ?? [stack.server]), stack.upstream, stack.redis].filter(Boolean).map((c) => c.stop()));
 }
 
 const median = (xs) => {
@@ -56,7 +56,7 @@ async function runScenario(def, targets, cfg, opts) {
       // Idle measures memory, which is per process: the two set-ups run side by side to save time.
       const t0 = Date.now();
       log(`  ${cfg.label} · ${targets.join(' + ')} side by side … `);
-      await Promise.all(targets.map(async (t) => (stacks[t] = await startStack(t, opts))));
+      await Promise.all(targets.map(async (t) => (stacks[t] = await (def.startStack ?? startStack)(t, opts))));
       await Promise.all(targets.map(async (t) => (state[t] = await def.setup(stacks[t], cfg, opts))));
       log(`${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
@@ -65,7 +65,7 @@ async function runScenario(def, targets, cfg, opts) {
       if (def.isSetupParallel) continue;
       const t0 = Date.now();
       log(`  ${cfg.label} · ${t} setup … `);
-      stacks[t] = await startStack(t, opts);
+      stacks[t] = await (def.startStack ?? startStack)(t, opts);
       state[t] = await def.setup(stacks[t], cfg, opts);
       log(`${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
@@ -96,14 +96,16 @@ async function runScenario(def, targets, cfg, opts) {
   }
 }
 
-/** Run `fn` while measuring the server's CPU time (% of one CPU). */
+/** Run `fn` while measuring the server's CPU time (% of one CPU): every node of a cluster stack, and its Redis. */
 async function measured(stack, fn) {
   if (stack.server === null) return fn();
-  const cpu = await cpuOf(stack.server);
+  const cpus = await Promise.all((stack.nodes ?? [stack.server]).map(cpuOf));
+  const redisAt = stack.redis ? stack.redis.cpuMs() : 0;
   const result = await fn();
-  const used = await cpu.since();
-  result.serverCpuPct = (100 * used.cpuMs) / used.wallMs;
-  result.serverCpuMs = used.cpuMs;
+  const used = await Promise.all(cpus.map((cpu) => cpu.since()));
+  const cpuMs = used.reduce((sum, u) => sum + u.cpuMs, 0) + (stack.redis ? stack.redis.cpuMs() - redisAt : 0);
+  result.serverCpuPct = (100 * cpuMs) / used[0].wallMs;
+  result.serverCpuMs = cpuMs;
   return result;
 }
 
@@ -185,6 +187,7 @@ async function deliveryRound(stack, opts, perConn, hasTimestamps, send) {
     losses: waits.reduce((s, w) => s + w.short + w.unexpectedCloses, 0) + sent.errors,
     duplicates: waits.reduce((s, w) => s + w.extra, 0),
     samples: waits.flatMap((w) => w.samples),
+    samplesByWorker: waits.map((w) => w.samples),
   };
 }
 
@@ -447,6 +450,9 @@ function rows(name, label, res) {
       add('server CPU', '%', (r) => r.serverCpuPct);
       add('server CPU per connection', 'µs', (r) => r.serverCpuUsPerConn);
       break;
+    case 'cluster':
+      out.push(...DEFS.cluster.rows(label, res, row));
+      break;
     case 'lattice':
       add('updates', '/s', (r) => r.updates.sendsPerSec);
       add('frames delivered', '/s', (r) => r.updates.deliveredPerSec);
@@ -458,9 +464,13 @@ function rows(name, label, res) {
   return out;
 }
 
-const DEFS = { fanout, rpc, idle, connect, lattice };
+const DEFS = { fanout, rpc, idle, connect, lattice, cluster: require('./cluster-scenario').clusterScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) };
 
-/** Run scenario `name` with config `cfg` on the baseline and the gateway (and the upstream alone for rpc). */
+/**
+ * Run scenario `name` with config `cfg` on the baseline and the gateway (and
+ * the upstream alone for rpc). For `cluster` the two columns are one gateway
+ * node ("baseline") and two nodes on Redis ("gateway").
+ */
 function run(name, cfg, opts) {
   const targets = name === 'rpc' ? ['baseline', 'gateway', 'limit'] : ['baseline', 'gateway'];
   return runScenario(DEFS[name], targets, cfg, opts);

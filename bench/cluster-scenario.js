@@ -1,0 +1,137 @@
+'use strict';
+// The cluster scenario (issue 10): publish fan-out on one gateway node against
+// two nodes on one Redis, in one run. Subscribers are split over the nodes
+// (load workers 0-1 connect to node 1, 2-3 to node 2); every publish goes to
+// node 1, so half the deliveries cross nodes through Redis. Server CPU adds up
+// both nodes and the redis-server. Columns: "baseline" = 1 node, "gateway" =
+// 2 nodes + Redis.
+
+const { spawn } = require('node:child_process');
+const fs = require('node:fs');
+const net = require('node:net');
+const { startServer, sleep } = require('./lib/stack');
+
+const CLOCK_TICKS_PER_SEC = 100; // USER_HZ on Linux
+
+/** A dedicated redis-server on a free port: nothing on disk, stopped by its pid. */
+async function startRedis() {
+  const port = await new Promise((resolve, reject) => {
+    const srv = net.createServer();
+    srv.once('error', reject);
+    srv.listen(0, '127.0.0.1', () => {
+      const { port: p } = srv.address();
+      srv.close(() => resolve(p));
+    });
+  });
+  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  const failed = new Promise((_, reject) => proc.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
+  const deadline = Date.now() + 10_000;
+  for (;;) {
+    const isUp = await Promise.race([
+      failed,
+      new Promise((resolve) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.end(() => resolve(true)));
+        socket.once('error', () => resolve(false));
+      }),
+    ]);
+    if (isUp) break;
+    if (Date.now() > deadline) throw new Error('redis-server did not listen within 10 s');
+    await sleep(50);
+  }
+  return {
+    url: `redis://127.0.0.1:${port}`,
+    /** utime + stime of the process, in ms, from /proc/<pid>/stat. */
+    cpuMs() {
+      const fields = fs.readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SEC;
+    },
+    async stop() {
+      if (proc.exitCode !== null) return;
+      const gone = new Promise((resolve) => proc.once('exit', resolve));
+      proc.kill('SIGKILL');
+      await Promise.race([gone, sleep(3000)]);
+    },
+  };
+}
+
+function clusterScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) {
+  /** Connections of the stack's first / second half of the workers, through `server`. */
+  const half = (stack, server, first) => {
+    const mid = Math.ceil(stack.workers.length / 2);
+    return { ...stack, server, workers: first ? stack.workers.slice(0, mid) : stack.workers.slice(mid) };
+  };
+
+  return {
+    async startStack(target, opts) {
+      if (target === 'baseline') {
+        // One gateway node: the same server as the fanout scenario's gateway, no Redis.
+        const stack = await startStack('gateway', opts);
+        return { ...stack, target };
+      }
+      const redis = await startRedis();
+      const stack = await startStack('gateway', opts).catch(async (err) => {
+        await redis.stop();
+        throw err;
+      });
+      const prefix = `bench${Date.now()}:`;
+      try {
+        // startStack's node 1 runs without REDIS_URL: replace it by two clustered nodes.
+        await stack.server.stop();
+        const env = (nodeId) => ({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId });
+        const nodes = [await startServer('gateway', stack.upstream.url, env('bench1')), await startServer('gateway', stack.upstream.url, env('bench2'))];
+        return { ...stack, target, server: nodes[0], nodes, redis };
+      } catch (err) {
+        await redis.stop();
+        throw err;
+      }
+    },
+
+    async setup(stack, cfg, opts) {
+      const nodes = stack.nodes ?? [stack.server, stack.server];
+      const n1 = Math.ceil(cfg.n / 2);
+      const opened = [
+        await openAll(half(stack, nodes[0], true), n1, { topic: 'bench/fan' }, opts),
+        await openAll(half(stack, nodes[1], false), cfg.n - n1, { topic: 'bench/fan', offset: n1 }, opts),
+      ];
+      const open = { opened: opened[0].opened + opened[1].opened, failed: opened[0].failed + opened[1].failed };
+      const url = `${nodes[0].api}/v1/publish/bench/fan`;
+      await sleep(300);
+      await deliveryRound(stack, opts, cfg.warmup, true, () => postMany(url, cfg.warmup, cfg.inflight, null, publishBody));
+      return { open, url };
+    },
+
+    rounds: (cfg) => cfg.rounds,
+
+    async round(stack, cfg, opts, state) {
+      const count = Math.ceil(cfg.publishes / cfg.rounds);
+      return measured(stack, () => deliveryRound(stack, opts, count, true, () => postMany(state.url, count, cfg.inflight, null, publishBody)));
+    },
+
+    summarize(state, rs) {
+      const mid = Math.ceil(rs[0].samplesByWorker.length / 2);
+      // Frames received through node 2: in the cluster they crossed nodes through Redis.
+      const remote = latency(rs.flatMap((r) => r.samplesByWorker.slice(mid).flat()));
+      return { n: state.open.opened, open: state.open, delivery: summarizeDelivery(rs), remoteP50: remote.p50, remoteP99: remote.p99 };
+    },
+
+    /** Table rows: "gateway" = 2 nodes + Redis, "baseline" = 1 node. */
+    rows(label, res, row) {
+      const g = res.gateway;
+      const b = res.baseline;
+      const out = [];
+      const add = (metric, unit, f, target) => out.push(row(label, metric, unit, g && f(g), b && f(b), target));
+      add('delivered (2 nodes vs 1)', 'msg/s', (r) => r.delivery.deliveredPerSec, { op: '>=', value: 0.7 });
+      add('publishes', '/s', (r) => r.delivery.sendsPerSec);
+      add('p50, all deliveries', 'ms', (r) => r.delivery.p50);
+      add('p99, all deliveries', 'ms', (r) => r.delivery.p99);
+      add('p50, node-2 subscribers (cross-node)', 'ms', (r) => r.remoteP50);
+      add('p99, node-2 subscribers (cross-node)', 'ms', (r) => r.remoteP99);
+      add('losses', 'msgs', (r) => r.delivery.losses + r.delivery.duplicates + r.open.failed, { op: '==0' });
+      add('CPU, nodes + Redis', '%', (r) => r.delivery.serverCpuPct);
+      add('CPU per delivery, nodes + Redis', 'µs', (r) => r.delivery.serverCpuUsPerFrame);
+      return out;
+    },
+  };
+}
+
+module.exports = { clusterScenario };
