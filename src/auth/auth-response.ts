@@ -1,31 +1,14 @@
 import { isPlainObject } from '../protocol/frame-codec';
 import { isValidUserId } from '../protocol/identifiers';
+import { Identity } from '../protocol/identity';
 import { UpstreamResponse, errorBodyJson, isJsonContentType, tryParseJson } from '../upstream/upstream-response';
+
+export { Identity };
 
 /** SPEC §3: largest compact JSON of an authorization response object. */
 export const MAX_AUTH_JSON_BYTES = 8 * 1024;
 /** SPEC §3: statuses passed to the client as they are; all others become 500. */
 const PASSED_STATUSES = new Set([400, 401, 403, 404, 410, 500, 503]);
-const IDENTITY_SCHEME = 'Gateway+json ';
-
-/** Who the connection is, as the backend said (SPEC §3). */
-export class Identity {
-  private authorizationValue: string | null = null;
-
-  constructor(
-    readonly userId: string,
-    /** Compact JSON of the whole authorization response object. */
-    readonly json: string,
-  ) {}
-
-  /**
-   * `Gateway+json <base64 of json>`, built at the first call and kept: an idle
-   * connection never holds it, a calling one builds it once.
-   */
-  get authorization(): string {
-    return (this.authorizationValue ??= IDENTITY_SCHEME + Buffer.from(this.json, 'utf8').toString('base64'));
-  }
-}
 
 /** A failed authorization: the fatal_error frame's status and data (JSON text), plus a reason for logs. */
 export interface AuthFailure {

@@ -121,6 +121,21 @@ describe.each([
   });
 });
 
+describe('RedisBroker with an owner that does not acknowledge', () => {
+  it('answers owner_unreachable after 5 s when the owner received the command but never finished it', async () => {
+    const pair = await redisPair();
+    try {
+      pair.b.handle('stuck', () => new Promise<void>(() => undefined));
+      pair.a.handle('stuck', () => undefined);
+      const startedAt = Date.now();
+      await expect(pair.a.toOwner('stuck', 'nodeB-x', null)).rejects.toMatchObject({ code: 'owner_unreachable' });
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4900);
+    } finally {
+      await pair.close();
+    }
+  }, 15_000);
+});
+
 describe('RedisBroker without a live owner', () => {
   it('answers owner_unreachable when the owner holds its liveness key but does not listen', async () => {
     const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);

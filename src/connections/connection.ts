@@ -1,5 +1,5 @@
 import type { WebSocket } from 'ws';
-import type { Identity } from '../auth/auth-response';
+import type { Identity } from '../protocol/identity';
 import { Handler } from '../config/gateway-config';
 import { CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER } from '../protocol/close-codes';
 

@@ -1,5 +1,5 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { Identity } from '../auth/auth-response';
+import { Identity } from '../protocol/identity';
 import { ClusterContext } from '../cluster/cluster-context';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';

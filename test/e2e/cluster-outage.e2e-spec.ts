@@ -1,4 +1,5 @@
-import { TestCluster, startTestCluster } from './harness/cluster';
+import { TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
+import { startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { RedisServer } from './harness/redis-server';
 import { Frame, WsClient } from './harness/ws-client';
@@ -77,4 +78,18 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
     expect(Object.fromEntries(Object.entries(statuses).map(([user, value]) => [user, value.status_register[1]]))).toEqual({ bob: 'active', late: 'active', alice: 'active' });
     await late.client.close();
   }, 60_000);
+});
+
+describe('cluster: secrets of REDIS_URL (SPEC §11)', () => {
+  it('never logs the Redis password, even when Redis refuses it', async () => {
+    const t = await startTestGateway({ REDIS_URL: 'redis://gw:s3cret-pw-42@127.0.0.1:6379', REDIS_PREFIX: randomPrefix(), LOG_LEVEL: 'debug' });
+    try {
+      const ready = await (await fetch(t.apiUrl + '/health/ready')).json();
+      expect(ready).toMatchObject({ status: 'ok', info: { cluster: { redis: 'down' } } });
+      expect(t.logs.some((line) => line.includes('redis'))).toBe(true);
+      expect(t.logs.filter((line) => line.includes('s3cret-pw-42'))).toEqual([]);
+    } finally {
+      await t.close();
+    }
+  }, 20_000);
 });
