@@ -117,14 +117,14 @@ export class ClusterSessions {
   private flushTimer: NodeJS.Timeout | null = null;
   private claimTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
+  private announce: StatusAnnounce = () => undefined;
+  private notice: InactiveNotice = () => undefined;
 
   constructor(
     private readonly link: RedisLink,
     private readonly names: ClusterNames,
     private readonly nodeId: string,
     private readonly countOf: (userId: string) => number,
-    private readonly announce: StatusAnnounce,
-    private readonly notice: InactiveNotice,
   ) {
     this.assertScript = link.script('gatewaySessionAssert', 3, ASSERT);
     this.leaveScript = link.script('gatewaySessionLeave', 3, LEAVE);
@@ -132,6 +132,12 @@ export class ClusterSessions {
     this.head = originHead(nodeId);
     link.onUp(() => this.reassert());
     this.scheduleClaim();
+  }
+
+  /** Who hears of status changes this node's scripts made, and who sends the notices it claimed (SessionsService). */
+  bind(announce: StatusAnnounce, notice: InactiveNotice): void {
+    this.announce = announce;
+    this.notice = notice;
   }
 
   /** A connection of `userId` was authorized here: count it, extend the deadline, status active. */

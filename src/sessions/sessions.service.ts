@@ -1,10 +1,8 @@
-import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Inject, Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Identity } from '../protocol/identity';
-import { ClusterContext } from '../cluster/cluster-context';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { ShutdownService } from '../lifecycle/shutdown.service';
 import { SESSION_INACTIVE_METHOD } from '../upstream/destinations';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
@@ -41,30 +39,22 @@ export class SessionsService implements OnModuleDestroy {
   private readonly deadlines = new DeadlineQueue<Session>();
   private timer: NodeJS.Timeout | null = null;
   private timerAt: number | null = null;
-  /** Cluster mode: deadlines and statuses live in Redis (SPEC §11); null on a single node. */
-  private readonly cluster: ClusterSessions | null = null;
-
   constructor(
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
     private readonly upstream: UpstreamClient,
     private readonly routes: UpstreamRoutes,
-    cluster: ClusterContext,
-    shutdown: ShutdownService,
+    /** Cluster mode: deadlines and statuses live in Redis (SPEC §11); null on a single node. */
+    @Inject(ClusterSessions) private readonly cluster: ClusterSessions | null,
   ) {
     registry.onRemove((connection) => this.onConnectionGone(connection));
-    if (cluster.link !== null) {
-      const countOf = (userId: string): number => [...registry.ofUser(userId)].length;
-      const announce = (userId: string, status: PresenceStatus, version: number): void => this.announce(userId, status, version);
-      const notice = (userId: string, authorization: string, handlerName: string): void => {
+    cluster?.bind(
+      (userId, status, version) => this.announce(userId, status, version),
+      (userId, authorization, handlerName) => {
         const handler = config.handlers.find((h) => h.name === handlerName) ?? config.handlers[0];
         this.notifyInactive(userId, authorization, handler);
-      };
-      this.cluster = new ClusterSessions(cluster.link, cluster.names, cluster.nodeId, countOf, announce, notice);
-      cluster.onNodeGone((nodeId) => this.cluster!.removeNode(nodeId));
-      // SPEC §11 "Drain": presence goes before the clients do, so watchers see it at once.
-      shutdown.onDrain(() => this.cluster!.stop());
-    }
+      },
+    );
   }
 
   onStatusChange(listener: StatusListener): void {
