@@ -26,7 +26,7 @@ async function memoryPair(): Promise<Pair> {
   return { a: broker, b: broker, nodeOfB: 'nodeA', isCluster: false, close: async () => undefined };
 }
 
-async function redisPair(): Promise<Pair> {
+async function redisPair(probe?: { idleMs: number; timeoutMs: number }): Promise<Pair & { links: RedisLink[] }> {
   const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
   const links: RedisLink[] = [];
   const brokers: RedisBroker[] = [];
@@ -35,7 +35,7 @@ async function redisPair(): Promise<Pair> {
     if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run the cluster specs`);
     await new NodeLiveness(link, names, nodeId).claim();
     const broker = new RedisBroker(link, names, nodeId, new GatewayMetrics());
-    await broker.start();
+    await broker.start(probe);
     links.push(link);
     brokers.push(broker);
   }
@@ -44,6 +44,7 @@ async function redisPair(): Promise<Pair> {
     b: brokers[1],
     nodeOfB: 'nodeB',
     isCluster: true,
+    links,
     close: async () => {
       for (const broker of brokers) broker.stop();
       await Promise.all(links.map((link) => link.close()));
@@ -130,6 +131,34 @@ describe('RedisBroker with an owner that does not acknowledge', () => {
       const startedAt = Date.now();
       await expect(pair.a.toOwner('stuck', 'nodeB-x', null)).rejects.toMatchObject({ code: 'owner_unreachable' });
       expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4900);
+    } finally {
+      await pair.close();
+    }
+  }, 15_000);
+});
+
+describe('RedisBroker with a subscriber that silently lost its subscriptions', () => {
+  it('notices it with a probe and reconnects the subscriber, which resubscribes', async () => {
+    const pair = await redisPair({ idleMs: 200, timeoutMs: 300 });
+    try {
+      const seen: string[] = [];
+      pair.b.handle<string>('sub', (cid) => void seen.push(cid));
+      pair.a.handle('sub', () => undefined);
+      // The fault of a failover: the connection stays up, its subscriptions are gone.
+      const subscriber = (pair.links[1] as unknown as { subscriber: { unsubscribe(): Promise<unknown> } }).subscriber;
+      await subscriber.unsubscribe();
+      await expect(pair.a.toOwner('sub', 'nodeB-1', null)).rejects.toMatchObject({ code: 'owner_unreachable' });
+      const deadline = Date.now() + 5000;
+      for (;;) {
+        try {
+          await pair.a.toOwner('sub', 'nodeB-2', null);
+          break;
+        } catch (err) {
+          if (Date.now() > deadline) throw new Error(`node B never listened again: ${(err as Error).message}`);
+          await new Promise((resolve) => setTimeout(resolve, 50));
+        }
+      }
+      expect(seen).toEqual(['nodeB-2']);
     } finally {
       await pair.close();
     }

@@ -20,6 +20,10 @@ import { RedisLink } from './redis-link';
 export const OWNER_ACK_TIMEOUT_MS = 5000;
 /** CLUSTER.md: leave a channel at least this long after the last local interest, to absorb churn. */
 export const LEAVE_DELAY_MS = 1000;
+/** A subscriber silent this long gets a probe through the normal publish path... */
+export const PROBE_IDLE_MS = 15_000;
+/** ...which must come back within this time, else the subscriber is reconnected. */
+export const PROBE_TIMEOUT_MS = 3000;
 
 interface Registered {
   readonly handler: CommandHandler<unknown>;
@@ -84,10 +88,11 @@ export class RedisBroker extends Broker {
     link.onMessage((channel, message) => this.onMessage(channel, message));
   }
 
-  /** Subscribe this node's own channels (before the node serves anything). */
-  async start(): Promise<void> {
+  /** Subscribe this node's own channels (before the node serves anything) and probe a silent subscriber. */
+  async start(probe = { idleMs: PROBE_IDLE_MS, timeoutMs: PROBE_TIMEOUT_MS }): Promise<void> {
     await this.link.subscribe(this.ownChannel);
     await this.link.subscribe(this.names.everyNode);
+    this.link.startProbe(this.ownChannel, probe.idleMs, probe.timeoutMs);
   }
 
   handle<T>(kind: string, handler: CommandHandler<T>, codec?: DataCodec<T>): void {

@@ -30,6 +30,10 @@ export class RedisLink {
   private isUpNow = false;
   private isClosing = false;
   private resync: Promise<void> | null = null;
+  /** Epoch ms of the last message the subscriber received (the idle probe's clock). */
+  private lastHeardAt = Date.now();
+  private probeSentAt: number | null = null;
+  private probeTimer: NodeJS.Timeout | null = null;
 
   constructor(
     url: string,
@@ -55,6 +59,8 @@ export class RedisLink {
       client.on('error', (err: Error) => this.logger.debug({ msg: 'redis error', role, error: err.message }));
     }
     this.subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+      this.lastHeardAt = Date.now();
+      this.probeSentAt = null;
       const name = channel.toString();
       for (const listener of this.messageListeners) listener(name, message);
     });
@@ -85,6 +91,33 @@ export class RedisLink {
 
   onMessage(listener: LinkMessageListener): void {
     this.messageListeners.push(listener);
+  }
+
+  /**
+   * CLUSTER.md "Redis outage": a subscriber can look connected after a
+   * failover and receive nothing. When it has heard nothing for `idleMs`,
+   * publish a probe on `channel` (one this node listens to, whose handler
+   * ignores it); no message within `timeoutMs` → reconnect the subscriber,
+   * which resubscribes everything.
+   */
+  startProbe(channel: string, idleMs: number, timeoutMs: number): void {
+    const tick = (): void => {
+      if (!this.isUpNow) return;
+      const now = Date.now();
+      if (this.probeSentAt !== null) {
+        if (now - this.probeSentAt < timeoutMs) return;
+        this.logger.warn({ msg: 'redis subscriber silent: reconnecting it', silent_ms: now - this.lastHeardAt });
+        this.probeSentAt = null;
+        this.lastHeardAt = now;
+        this.subscriber.disconnect(true);
+        return;
+      }
+      if (now - this.lastHeardAt < idleMs) return;
+      this.probeSentAt = now;
+      this.command.publish(channel, 'probe').catch(() => undefined);
+    };
+    this.probeTimer = setInterval(tick, Math.max(10, Math.min(idleMs, timeoutMs) / 2));
+    this.probeTimer.unref();
   }
 
   /** Listen to `channel` from now on, across reconnects; resolves when Redis acknowledged (at once while down). */
@@ -126,6 +159,7 @@ export class RedisLink {
 
   async close(): Promise<void> {
     this.isClosing = true;
+    if (this.probeTimer !== null) clearInterval(this.probeTimer);
     await Promise.all([this.command.quit().catch(() => undefined), this.subscriber.quit().catch(() => undefined)]);
     this.command.disconnect();
     this.subscriber.disconnect();
