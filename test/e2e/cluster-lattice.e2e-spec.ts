@@ -107,3 +107,41 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     expect(metrics).toMatch(/^gateway_lattice_repairs_total 1$/m);
   });
 });
+
+describe('cluster: LATTICE_RETENTION (SPEC §1, §11)', () => {
+  let cluster: TestCluster;
+  let redis: Redis;
+  beforeEach(async () => {
+    cluster = await startTestCluster(2, { LATTICE_RETENTION: '3s' });
+    redis = new Redis(TEST_REDIS_URL);
+  });
+  afterEach(async () => {
+    redis.disconnect();
+    await cluster.close();
+  });
+
+  const logKey = (namespace: string) => `${new ClusterNames(cluster.prefix).lattice(namespace)}:log`;
+
+  async function untilGone(key: string, ms: number): Promise<number> {
+    const startedAt = Date.now();
+    while ((await redis.exists(key)) === 1) {
+      if (Date.now() - startedAt > ms) throw new Error(`timed out after ${ms} ms waiting for ${key} to expire`);
+      await new Promise((resolve) => setTimeout(resolve, 50));
+    }
+    return Date.now() - startedAt;
+  }
+
+  it('drops a namespace nobody subscribes to LATTICE_RETENTION after its last update, and keeps one that is held', async () => {
+    const [a, b] = cluster.nodes;
+    const alice = await a.helloAs('alice');
+    expect((await api(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/held`, { shared: { k: { n_counter: 1 } }, private: { alice: { k: {} } } })).status).toBe(204);
+    expect((await api(b.apiUrl, 'POST', '/v1/lattice/orphan', { shared: { k: { n_counter: 1 } } })).status).toBe(204);
+    const goneAfterMs = await untilGone(logKey('orphan'), 6000);
+    expect(goneAfterMs).toBeGreaterThan(2000);
+    // The held namespace outlived the same retention: its node refreshes it.
+    expect(await redis.exists(logKey('held'))).toBe(1);
+    const bob = await b.helloAs('bob');
+    expect((await api(a.apiUrl, 'PUT', `/v1/connection/${bob.cid}/lattices/held`, { private: { bob: { k: {} } } })).status).toBe(204);
+    expect(await bob.client.next()).toEqual(['lattice', { namespace: 'held' }, { k: { n_counter: 1 } }]);
+  }, 20_000);
+});
