@@ -86,6 +86,17 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     expect(await alice.client.next()).toEqual(lattice({ k: {} }));
   });
 
+  it('keeps expires_in as one absolute deadline: a node loading the namespace later does not show an expired entry', async () => {
+    const [a, b] = cluster.nodes;
+    const updatedAt = Date.now();
+    await call(a.apiUrl, 'POST', '/v1/lattice/chat', { private: { bob: { gone: { n_counter: 1, expires_in: '300ms' }, kept: {} } } });
+    // Wall time is what this row is about: the deadline must have passed.
+    await new Promise((resolve) => setTimeout(resolve, Math.max(0, updatedAt + 400 - Date.now())));
+    const bob = await b.helloAs('bob');
+    await call(a.apiUrl, 'PUT', `/v1/connection/${bob.cid}/lattices/chat`, { private: { bob: { other: {} } } });
+    expect(await bob.client.next()).toEqual(lattice({ kept: {}, other: {} }));
+  });
+
   it('detects a missed update by its version and repairs from the log (gateway_lattice_repairs_total)', async () => {
     const [a, b] = cluster.nodes;
     const alice = await a.helloAs('alice');
