@@ -20,10 +20,11 @@ const PURE_FILES = [
   'src/gateway/handshake.ts',
   'src/connections/connection-id.ts',
   'src/cluster/broker.ts',
+  'client/src/**/*.ts',
 ];
 
 module.exports = tseslint.config(
-  { ignores: ['dist/**', 'node_modules/**', 'bench/results/**', 'coverage/**'] },
+  { ignores: ['dist/**', 'client/dist/**', 'node_modules/**', 'bench/results/**', 'coverage/**'] },
   {
     files: ['**/*.ts'],
     languageOptions: { parser: tseslint.parser },
@@ -38,7 +39,7 @@ module.exports = tseslint.config(
   },
   {
     // STYLE B10: waits are event-based and bounded; no sleep as synchronisation in tests.
-    files: ['test/**/*.ts', 'src/**/*.spec.ts'],
+    files: ['test/**/*.ts', 'src/**/*.spec.ts', 'client/src/**/*.spec.ts'],
     rules: {
       'no-restricted-syntax': [
         'error',
