@@ -18,7 +18,7 @@ export type ConnectionStatus = 'connecting' | 'connected' | 'reconnecting' | 'cl
 
 /** Options of {@link GatewayClient}; every one has a default. */
 export interface ClientOptions {
-  /** WebSocket implementation: default `globalThis.WebSocket`; in Node 20 pass `require('ws')`. */
+  /** WebSocket implementation: default `globalThis.WebSocket`; in Node 20 pass the `ws` package's WebSocket. */
   readonly WebSocket?: WebSocketConstructor;
   /** Subprotocols offered, most preferred first (default {@link PROTOCOLS}). */
   readonly protocols?: readonly string[];
@@ -92,7 +92,7 @@ export class GatewayClient {
     options: ClientOptions = {},
   ) {
     const WebSocket = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-    if (WebSocket === undefined) throw new TypeError('no WebSocket implementation: pass options.WebSocket (in Node 20: require("ws"))');
+    if (WebSocket === undefined) throw new TypeError('no WebSocket implementation: pass options.WebSocket (in Node 20: the default export of the ws package)');
     this.settings = {
       WebSocket,
       protocols: options.protocols ?? PROTOCOLS,
