@@ -1,7 +1,8 @@
 import { isCallError, type CallError } from './call-error';
 import { ConnectionClosedError } from './closed-error';
 import { FatalError } from './fatal-error';
-import { GatewayClient, type ClientOptions, type ConnectionStatus, type Disconnect } from './gateway-client';
+import type { ClientOptions, ConnectionStatus, Disconnect } from './client-options';
+import { GatewayClient } from './gateway-client';
 import type { WebSocketLike } from './websocket-like';
 
 /**

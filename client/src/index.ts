@@ -2,10 +2,11 @@
  * Typed client for the lattice gateway (swindon's lattice protocol, renamed
  * `gateway`): calls, pub/sub, lattice and presence mirrors, reconnects.
  */
-import { GatewayClient, type ClientOptions } from './gateway-client';
+import type { ClientOptions } from './client-options';
+import { GatewayClient } from './gateway-client';
 
 export { GatewayClient } from './gateway-client';
-export type { ClientEvents, ClientOptions, ConnectionStatus, Disconnect } from './gateway-client';
+export type { ClientEvents, ClientOptions, ConnectionStatus, Disconnect } from './client-options';
 export type { CallOptions } from './pending-calls';
 export { callError, isCallError } from './call-error';
 export type { CallError, CallErrorInfo, CallErrorKind } from './call-error';

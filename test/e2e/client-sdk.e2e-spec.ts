@@ -131,7 +131,7 @@ describe('client SDK against the real gateway', () => {
       await nextEvent(silent, 'hello');
       silent.close();
 
-      const probing = sdk.create(`${t.wsUrl}/?user=bob`, { pingIntervalMs: 100 });
+      const probing = sdk.create(`${t.wsUrl}/?user=bob`, { pingIntervalMs: 250 });
       const disconnects = disconnectsOf(probing);
       await probing.connect();
       // Each probe is answered by the gateway itself (counted as an invalid frame, no upstream call).
