@@ -7,12 +7,15 @@ describe(watchdogAction.name, () => {
     ['traffic just now', 10_000, 10_000, null, true, 'none'],
     ['silent less than an interval', 10_999, 10_000, null, true, 'none'],
     ['silent one interval: probe', 11_000, 10_000, null, true, 'probe'],
-    ['probed in this silence less than an interval ago', 11_500, 10_000, 11_000, true, 'none'],
-    ['probed an interval ago, still silent: probe again', 12_000, 10_000, 11_000, true, 'probe'],
-    ['a probe before the last traffic does not count', 11_000, 10_000, 9_500, true, 'probe'],
-    ['silent 3 intervals: reconnect', 13_000, 10_000, 12_000, true, 'reconnect'],
+    ['probe pending, silent 2 intervals', 12_000, 10_000, 11_000, true, 'none'],
+    ['probe pending 2 intervals, silent 3: reconnect', 13_000, 10_000, 11_000, true, 'reconnect'],
+    ['a probe before the last traffic is not pending', 11_000, 10_000, 9_500, true, 'probe'],
+    ['a late check after a long silence probes first (throttled timers)', 70_000, 10_000, null, true, 'probe'],
+    ['the late probe is given 2 intervals', 71_500, 10_000, 70_000, true, 'none'],
+    ['the late probe unanswered 2 intervals: reconnect', 72_000, 10_000, 70_000, true, 'reconnect'],
+    ['the late probe answered: all quiet', 71_000, 70_100, 70_000, true, 'none'],
     ['probing off: never probe', 12_500, 10_000, null, false, 'none'],
-    ['probing off: still reconnect', 13_000, 10_000, null, false, 'reconnect'],
+    ['probing off: reconnect after 3 silent intervals', 13_000, 10_000, null, false, 'reconnect'],
   ] as const)('%s', (_name, now, lastTrafficAt, lastProbeAt, isProbing, action) => {
     expect(watchdogAction(now, lastTrafficAt, lastProbeAt, interval, isProbing)).toBe(action);
   });

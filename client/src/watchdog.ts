@@ -6,6 +6,7 @@
  * idle browser client would hear nothing at all: after one silent interval
  * the watchdog sends a probe the gateway answers itself (frames.ts
  * PROBE_METHOD), and any frame (or, with `ws` in Node, any ping) counts.
+ * The clock is read on each check, not assumed: see watchdogAction.
  */
 
 /** What the watchdog should do now. */
@@ -16,15 +17,20 @@ export const SILENT_INTERVALS = 3;
 
 /**
  * Decide from the times (ms) of the last incoming traffic and of the last
- * probe (null: none since the connection opened). A probe is sent once per
- * silent interval; `isProbing` false never probes.
+ * probe sent (null: none yet). Without probing: reconnect after 3 silent
+ * intervals. With probing: one probe after a silent interval; reconnect once
+ * the silence has lasted 3 intervals and that probe has gone 2 intervals
+ * unanswered. The second condition matters where timers can be late (a
+ * browser throttles the timers of a background tab): a check that wakes up
+ * after a long gap probes first instead of giving up a healthy connection.
  */
 export function watchdogAction(nowMs: number, lastTrafficAt: number, lastProbeAt: number | null, pingIntervalMs: number, isProbing: boolean): WatchdogAction {
   const silentMs = nowMs - lastTrafficAt;
-  if (silentMs >= SILENT_INTERVALS * pingIntervalMs) return 'reconnect';
-  if (!isProbing || silentMs < pingIntervalMs) return 'none';
-  const probedThisSilence = lastProbeAt !== null && lastProbeAt >= lastTrafficAt && nowMs - lastProbeAt < pingIntervalMs;
-  return probedThisSilence ? 'none' : 'probe';
+  const giveUpMs = SILENT_INTERVALS * pingIntervalMs;
+  if (!isProbing) return silentMs >= giveUpMs ? 'reconnect' : 'none';
+  const isProbePending = lastProbeAt !== null && lastProbeAt >= lastTrafficAt;
+  if (!isProbePending) return silentMs >= pingIntervalMs ? 'probe' : 'none';
+  return silentMs >= giveUpMs && nowMs - lastProbeAt >= giveUpMs - pingIntervalMs ? 'reconnect' : 'none';
 }
 
 /** Runs {@link watchdogAction} every half interval while started. */
