@@ -1,5 +1,6 @@
-import { execFile } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { execFile, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from './harness/child-gateway';
@@ -19,6 +20,21 @@ client.connect()
   .then((hello) => client.call('pkg.echo', [hello.user_id]))
   .then((result) => { console.log(JSON.stringify(result)); client.close(); })
   .catch((err) => { console.error(err); process.exit(1); });
+`;
+
+/** TypeScript using the package's types as an app would, from ESM (.mts) and CommonJS (.cts). */
+const CONSUMER = `
+import { createClient, isCallError, FatalError, type CallError, type PresenceStatus } from '@lattice-gateway/client';
+const client = createClient('ws://127.0.0.1/?user=a');
+client.call<{ sent: number }>('chat.send', ['lobby', 'hi']).then((r) => r.sent.toFixed(), (e: unknown) => {
+  if (isCallError(e) && e.kind === 'http_error') return e.status.toFixed();
+  if (e instanceof FatalError) return e.code.toFixed();
+  return undefined;
+});
+client.lattice('rooms').onChange((changes) => changes.map((c) => c.key + c.variables.join()));
+const status: PresenceStatus | undefined = client.users().status('bob');
+const failure: CallError | null = null;
+export { status, failure };
 `;
 
 /** The published shape of client/: ESM and CommonJS bundles with no runtime dependency, and .d.ts files. */
@@ -47,6 +63,23 @@ describe('client package build', () => {
       expect(text).toContain('function mergeVariable(');
     }
   });
+
+  it('gives TypeScript apps its types, from ESM and CommonJS (moduleResolution node16)', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'client-consumer-'));
+    try {
+      mkdirSync(path.join(dir, 'node_modules', '@lattice-gateway'), { recursive: true });
+      symlinkSync(CLIENT_DIR, path.join(dir, 'node_modules', '@lattice-gateway', 'client'), 'dir');
+      writeFileSync(path.join(dir, 'app.mts'), CONSUMER);
+      writeFileSync(path.join(dir, 'app.cts'), CONSUMER);
+      const options = { module: 'node16', moduleResolution: 'node16', strict: true, noEmit: true, lib: ['ES2022', 'DOM'], types: [] };
+      writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['app.mts', 'app.cts'] }));
+      const tsc = require.resolve('typescript/bin/tsc', { paths: [PROJECT_ROOT] });
+      const result = spawnSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', timeout: 60_000 });
+      expect([result.status, result.stdout]).toEqual([0, '']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
 
   it.each([
     ['ESM', ['--input-type=module', '-e', SCRIPT(`import WebSocket from 'ws';\nimport { createClient } from ${JSON.stringify('./client/dist/index.mjs')};`)]],
