@@ -5,9 +5,15 @@ import * as path from 'node:path';
 import { chromium, type BrowserContext, type Page } from 'playwright-core';
 import { PROJECT_ROOT, buildGateway } from './harness/child-gateway';
 
+interface GatewayProcess {
+  readonly publicPort: number;
+  readonly internalPort: number;
+  stop(): Promise<unknown>;
+}
 interface Demo {
   readonly pageUrl: string;
   readonly backend: Server;
+  readonly gateway: GatewayProcess;
   stop(): Promise<void>;
 }
 interface DemoOptions {
@@ -17,8 +23,18 @@ interface DemoOptions {
   gatewayEnv?: Record<string, string>;
   onLine?: (line: string) => void;
 }
+interface GatewayOptions {
+  upstreamUrl: string;
+  port: number;
+  apiPort: number;
+  env?: Record<string, string>;
+  onLine?: (line: string) => void;
+}
 // The demo is plain JavaScript (examples/), started as `npm run demo` starts it, on port 0.
-const { startDemo } = require('../../examples/demo') as { startDemo: (options: DemoOptions) => Promise<Demo> };
+const { startDemo, startGatewayProcess } = require('../../examples/demo') as {
+  startDemo: (options: DemoOptions) => Promise<Demo>;
+  startGatewayProcess: (options: GatewayOptions) => Promise<GatewayProcess>;
+};
 
 /** CHROMIUM_PATH, else `chromium` on PATH (Debian: /usr/bin/chromium), else null. */
 function findChromium(): string | null {
@@ -34,6 +50,8 @@ const CHROMIUM = findChromium();
 const SCREENSHOT = path.join(PROJECT_ROOT, 'docs', 'demo.png');
 /** Bounded waits in the browser: generous for 2 busy CPUs. */
 const UI_MS = 15_000;
+/** A one-second activity window: a closed page turns offline within about a second (SPEC §8). */
+const GATEWAY_ENV = { NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MAX_IDLE_TIMEOUT: '1s', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_GRACE: '1s' };
 
 if (CHROMIUM === null) {
   const reason = 'the demo browser test needs Chromium: set CHROMIUM_PATH or put `chromium` on PATH (.ci/run installs Debian\'s: apt-get install -y chromium)';
@@ -49,6 +67,7 @@ if (CHROMIUM === null) {
  */
 (CHROMIUM === null ? describe.skip : describe)('demo chat page in Chromium', () => {
   let demo: Demo;
+  let restarted: GatewayProcess | null = null;
   let context: BrowserContext;
   let profileDir: string;
   const gatewayLog: string[] = [];
@@ -60,8 +79,7 @@ if (CHROMIUM === null) {
       port: 0,
       apiPort: 0,
       backendPort: 0,
-      // A one-second activity window: a closed page turns offline within about a second (SPEC §8).
-      gatewayEnv: { NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MAX_IDLE_TIMEOUT: '1s', LOG_FORMAT: 'json', LOG_LEVEL: 'info' },
+      gatewayEnv: GATEWAY_ENV,
       onLine: (line) => gatewayLog.push(line),
     });
     profileDir = mkdtempSync(path.join(tmpdir(), 'chat-e2e-profile-'));
@@ -76,6 +94,7 @@ if (CHROMIUM === null) {
 
   afterAll(async () => {
     await context?.close();
+    await restarted?.stop();
     await demo?.stop();
     if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   }, 30_000);
@@ -85,7 +104,8 @@ if (CHROMIUM === null) {
     if (viewport) await page.setViewportSize(viewport);
     page.on('pageerror', (err) => pageErrors.push(`${user}: ${err.message}`));
     page.on('console', (msg) => {
-      if (msg.type() === 'error') pageErrors.push(`${user}: ${msg.text()}`);
+      // Chromium itself logs each refused WebSocket attempt while the gateway restarts; the page logs nothing.
+      if (msg.type() === 'error' && !/^WebSocket connection to .* failed/.test(msg.text())) pageErrors.push(`${user}: ${msg.text()}`);
     });
     await page.goto(demo.pageUrl);
     await page.fill('#user', user);
@@ -104,7 +124,7 @@ if (CHROMIUM === null) {
   const member = (user: string, status: string): string => `#members li[data-user="${user}"]${status.startsWith(':') ? status : `[data-status="${status}"]`}`;
   const online = ':not([data-status="offline"])';
 
-  it('lets two pages chat, shows presence and unread counts, and a closed page going offline', async () => {
+  it('lets two pages chat, shows presence and unread counts, survives a gateway restart, and shows a closed page going offline', async () => {
     const alice = await open('alice');
     const bob = await open('bob', { width: 390, height: 740 }); // a phone
 
@@ -131,6 +151,21 @@ if (CHROMIUM === null) {
       expect.stringContaining('The usual place.'),
       expect.stringContaining('Sounds good, see you there'),
     ]);
+
+    // The gateway restarts: both pages reconnect by themselves, join again, and the chat goes on.
+    const { publicPort, internalPort } = demo.gateway;
+    await demo.gateway.stop();
+    for (const page of [alice, bob]) await page.waitForSelector('#status:not([data-status="connected"])', { timeout: UI_MS });
+    expect(await bob.getAttribute('#status', 'data-status')).toBe('reconnecting');
+    const upstreamUrl = demo.pageUrl.replace(/\/$/, '');
+    restarted = await startGatewayProcess({ upstreamUrl, port: publicPort, apiPort: internalPort, env: GATEWAY_ENV, onLine: (line) => gatewayLog.push(line) });
+    // Full-jitter backoff: attempts within 1, 2, 4, 8 s of each other at worst.
+    for (const page of [alice, bob]) await page.waitForSelector('#status[data-status="connected"]', { timeout: 30_000 });
+    await alice.waitForSelector(member('bob', online), { timeout: UI_MS });
+    await send(bob, 'Back online.');
+    await alice.locator('#messages .message', { hasText: 'Back online.' }).waitFor({ timeout: UI_MS });
+    await alice.waitForSelector('#unread[data-count="2"]', { timeout: UI_MS });
+    expect(await alice.locator('#messages .message').count()).toBe(4); // the history after re-joining added nothing twice
 
     // The phone-sized page fits its width: nothing scrolls sideways.
     expect(await bob.evaluate('document.documentElement.scrollWidth <= window.innerWidth')).toBe(true);
