@@ -69,7 +69,6 @@ export class ChatView {
     this.el('join').hidden = true;
     this.el('chat').hidden = false;
     this.showError('chat-error');
-    this.setUnread(0);
     this.input('text').focus();
   }
 

@@ -41,12 +41,12 @@ async function join(user: string, room: string): Promise<void> {
   const rooms = client.lattice('rooms');
   const users = client.users();
   const enter = async (): Promise<void> => view.addMessages((await client.call<JoinResult>('chat.join', [room])).messages, user);
+  const showUnread = (): void => view.setUnread(Math.max(0, rooms.counter(room, 'last_message_counter') - rooms.counter(room, 'last_seen_counter')));
   const stops = [
     client.on('status', (status) => view.setStatus(status)),
     client.onMessage<ChatMessage>(`rooms.${room}`, (message) => view.addMessages([message], user)),
     rooms.onChange((changes) => {
-      if (!changes.some((change) => change.key === room)) return;
-      view.setUnread(Math.max(0, rooms.counter(room, 'last_message_counter') - rooms.counter(room, 'last_seen_counter')));
+      if (changes.some((change) => change.key === room)) showUnread();
     }),
     users.onChange(() => view.setMembers(users.list(), user)),
     // A new connection starts with no subscriptions: join again (the backend re-sends state).
@@ -71,6 +71,7 @@ async function join(user: string, room: string): Promise<void> {
   }
   view.showChat(room);
   view.setMembers(users.list(), user);
+  showUnread();
   await act(enter());
 }
 
