@@ -1,4 +1,4 @@
-import { callErrorInfoOf, encodeCall, isProbeId, parseServerFrame } from './frames';
+import { callErrorInfoOf, encodeCall, parseServerFrame } from './frames';
 
 describe(parseServerFrame.name, () => {
   it.each([
@@ -56,9 +56,5 @@ describe(encodeCall.name, () => {
   it('encodes [method, meta, args, kwargs] with active only when given', () => {
     expect(encodeCall('chat.send', 4, ['lobby', 'hi'], { x: 1 })).toBe('["chat.send",{"request_id":4},["lobby","hi"],{"x":1}]');
     expect(encodeCall('chat.send', 5, [], {}, 30)).toBe('["chat.send",{"request_id":5,"active":30},[],{}]');
-  });
-
-  it('tells probe ids from call ids', () => {
-    expect([isProbeId('probe-3'), isProbeId(3), isProbeId(null), isProbeId('x')]).toEqual([true, false, false, false]);
   });
 });

@@ -90,11 +90,6 @@ export function encodeCall(method: string, requestId: RequestId, args: readonly 
  */
 export const PROBE_METHOD = 'gateway.probe';
 
-/** Request ids of probes are strings `probe-N`, never numbers, so they cannot match a call. */
-export function isProbeId(requestId: RequestId | null): boolean {
-  return typeof requestId === 'string' && requestId.startsWith('probe-');
-}
-
 function isObject(value: unknown): value is Record<string, unknown> {
   return typeof value === 'object' && value !== null && !Array.isArray(value);
 }

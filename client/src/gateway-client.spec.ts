@@ -13,7 +13,8 @@ import type { WebSocketLike } from './websocket-like';
 class ScriptedSocket implements WebSocketLike {
   static all: ScriptedSocket[] = [];
   readonly sent: unknown[] = [];
-  isTerminated = false;
+  /** How the client let go of it: a close frame with this code, or terminate(). */
+  endedBy: number | 'terminate' | null = null;
   onmessage: WebSocketLike['onmessage'] = null;
   onclose: WebSocketLike['onclose'] = null;
   onerror: WebSocketLike['onerror'] = null;
@@ -34,12 +35,12 @@ class ScriptedSocket implements WebSocketLike {
     this.sent.push(JSON.parse(data));
   }
 
-  close(): void {
-    this.isTerminated = true;
+  close(code?: number): void {
+    this.endedBy = code ?? 1005;
   }
 
   terminate(): void {
-    this.isTerminated = true;
+    this.endedBy = 'terminate';
   }
 
   on(_event: 'ping', listener: () => void): void {
@@ -239,7 +240,7 @@ describe(GatewayClient.name, () => {
     sut.close();
     expect(await rejection(queued)).toMatchObject({ kind: 'connection_lost', sent: false, fatal: null });
     expect(await rejection(connecting)).toEqual(new ConnectionClosedError(1000, 'closed by the client'));
-    expect(ScriptedSocket.latest().isTerminated).toBe(true);
+    expect(ScriptedSocket.latest().endedBy).toBe(1000); // a close frame: the gateway sees a clean close
   });
 
   it('gives up an attempt that gets no hello within the connect timeout', () => {
@@ -248,7 +249,7 @@ describe(GatewayClient.name, () => {
     jest.advanceTimersByTime(1999);
     expect(disconnects).toEqual([]);
     jest.advanceTimersByTime(1);
-    expect(ScriptedSocket.all[0].isTerminated).toBe(true);
+    expect(ScriptedSocket.all[0].endedBy).toBe('terminate');
     expect(disconnects).toEqual([{ code: 1006, reason: 'connect timeout', fatal: null, retryInMs: 500 }]);
     jest.advanceTimersByTime(500);
     expect(ScriptedSocket.all).toHaveLength(2);
@@ -266,7 +267,7 @@ describe(GatewayClient.name, () => {
     expect(disconnects).toEqual([]);
     jest.advanceTimersByTime(1000);
     expect(disconnects).toEqual([{ code: 1006, reason: 'no traffic for 3 ping intervals', fatal: null, retryInMs: 500 }]);
-    expect(socket.isTerminated).toBe(true);
+    expect(socket.endedBy).toBe('terminate');
   });
 
   it('counts pings as traffic where the WebSocket shows them (ws in Node)', () => {

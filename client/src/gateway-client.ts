@@ -7,7 +7,7 @@ import { callError } from './call-error';
 import { settingsOf, type ClientEvents, type ClientOptions, type ConnectionStatus, type Settings } from './client-options';
 import { ConnectionClosedError } from './closed-error';
 import { FatalError } from './fatal-error';
-import { encodeCall, isProbeId, parseServerFrame, PROBE_METHOD, type Hello } from './frames';
+import { encodeCall, parseServerFrame, PROBE_METHOD, type Hello } from './frames';
 import { LatticeMirror } from './lattice-mirror';
 import { Listeners } from './listeners';
 import { PendingCalls, type CallOptions } from './pending-calls';
@@ -167,11 +167,12 @@ export class GatewayClient {
     switch (frame.type) {
       case 'hello':
         return this.onHello(frame.hello);
+      // Calls have number ids; probes have string ids ("probe-N"), and their replies only count as traffic.
       case 'result':
         if (typeof frame.requestId === 'number') this.calls.resolve(frame.requestId, frame.data);
         return;
       case 'error':
-        if (typeof frame.requestId === 'number' && !isProbeId(frame.requestId)) this.calls.reject(frame.requestId, frame.error);
+        if (typeof frame.requestId === 'number') this.calls.reject(frame.requestId, frame.error);
         return;
       case 'message':
         return this.topics.get(frame.topic)?.emit(frame.data, frame.topic);
@@ -232,7 +233,7 @@ export class GatewayClient {
     const socket = this.socket;
     if (socket === null) return;
     this.socket = null;
-    discard(socket);
+    discard(socket, false);
     this.lost(1006, reason);
   }
 
@@ -242,7 +243,7 @@ export class GatewayClient {
     if (this.retryTimer !== null) clearTimeout(this.retryTimer);
     this.retryTimer = null;
     this.watchdog.stop();
-    if (this.socket !== null) discard(this.socket);
+    if (this.socket !== null) discard(this.socket, true);
     this.socket = null;
     this.calls.loseAll(fatal);
     this.setStatus('closed');
@@ -273,12 +274,16 @@ export class GatewayClient {
   }
 }
 
-/** Detach from a socket and close it; `ws` sockets are terminated (no closing handshake to wait for). */
-function discard(socket: WebSocketLike): void {
+/**
+ * Detach from a socket and close it: with a close frame (1000) when the app
+ * closes; a socket given up as dead is terminated where `ws` allows it, as
+ * its closing handshake would only wait for a peer that is not answering.
+ */
+function discard(socket: WebSocketLike, isGraceful: boolean): void {
   socket.onmessage = null;
   socket.onclose = null;
   try {
-    if (socket.terminate !== undefined) socket.terminate();
+    if (!isGraceful && socket.terminate !== undefined) socket.terminate();
     else socket.close(1000);
   } catch {
     // Already closed.

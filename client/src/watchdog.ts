@@ -16,28 +16,29 @@ export type WatchdogAction = 'none' | 'probe' | 'reconnect';
 export const SILENT_INTERVALS = 3;
 
 /**
- * Decide from the times (ms) of the last incoming traffic and of the last
- * probe sent (null: none yet). Without probing: reconnect after 3 silent
- * intervals. With probing: one probe after a silent interval; reconnect once
- * the silence has lasted 3 intervals and that probe has gone 2 intervals
- * unanswered. The second condition matters where timers can be late (a
- * browser throttles the timers of a background tab): a check that wakes up
- * after a long gap probes first instead of giving up a healthy connection.
+ * Decide from the time (ms) of the last incoming traffic and the time the
+ * pending probe was sent (null: no probe awaits an answer; any traffic
+ * answers it). Without probing: reconnect after 3 silent intervals. With
+ * probing: one probe after a silent interval; reconnect once the silence has
+ * lasted 3 intervals and the probe has gone 2 intervals unanswered. The second
+ * condition matters where timers can be late (a browser throttles the timers
+ * of a background tab): a check that wakes up after a long gap probes first
+ * instead of giving up a healthy connection.
  */
-export function watchdogAction(nowMs: number, lastTrafficAt: number, lastProbeAt: number | null, pingIntervalMs: number, isProbing: boolean): WatchdogAction {
+export function watchdogAction(nowMs: number, lastTrafficAt: number, probeSentAt: number | null, pingIntervalMs: number, isProbing: boolean): WatchdogAction {
   const silentMs = nowMs - lastTrafficAt;
   const giveUpMs = SILENT_INTERVALS * pingIntervalMs;
   if (!isProbing) return silentMs >= giveUpMs ? 'reconnect' : 'none';
-  const isProbePending = lastProbeAt !== null && lastProbeAt >= lastTrafficAt;
-  if (!isProbePending) return silentMs >= pingIntervalMs ? 'probe' : 'none';
-  return silentMs >= giveUpMs && nowMs - lastProbeAt >= giveUpMs - pingIntervalMs ? 'reconnect' : 'none';
+  if (probeSentAt === null) return silentMs >= pingIntervalMs ? 'probe' : 'none';
+  return silentMs >= giveUpMs && nowMs - probeSentAt >= giveUpMs - pingIntervalMs ? 'reconnect' : 'none';
 }
 
 /** Runs {@link watchdogAction} every half interval while started. */
 export class Watchdog {
   private timer: ReturnType<typeof setInterval> | null = null;
   private lastTrafficAt = 0;
-  private lastProbeAt: number | null = null;
+  /** When the probe awaiting an answer was sent; null when none is. */
+  private probeSentAt: number | null = null;
 
   constructor(
     private readonly pingIntervalMs: number,
@@ -49,13 +50,14 @@ export class Watchdog {
   start(): void {
     this.stop();
     this.lastTrafficAt = Date.now();
-    this.lastProbeAt = null;
+    this.probeSentAt = null;
     this.timer = setInterval(() => this.check(), Math.max(1, this.pingIntervalMs / 2));
   }
 
   /** Something arrived: a frame, or a ping where the platform shows pings. */
   seen(): void {
     this.lastTrafficAt = Date.now();
+    this.probeSentAt = null;
   }
 
   stop(): void {
@@ -65,9 +67,9 @@ export class Watchdog {
 
   private check(): void {
     const now = Date.now();
-    switch (watchdogAction(now, this.lastTrafficAt, this.lastProbeAt, this.pingIntervalMs, this.isProbing)) {
+    switch (watchdogAction(now, this.lastTrafficAt, this.probeSentAt, this.pingIntervalMs, this.isProbing)) {
       case 'probe':
-        this.lastProbeAt = now;
+        this.probeSentAt = now;
         return this.probe();
       case 'reconnect':
         this.stop();
