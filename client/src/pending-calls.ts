@@ -30,6 +30,11 @@ interface Entry extends PendingCall {
 /** setTimeout's largest delay; longer timeouts would fire at once. */
 const MAX_TIMER_MS = 2 ** 31 - 1;
 
+/**
+ * The calls of one client, by request id (numbers from 1, never reused).
+ * Each settles exactly once: its reply, its timeout, its abort signal, or a
+ * lost connection; a reply that comes after that is dropped.
+ */
 export class PendingCalls {
   private nextRequestId = 1;
   private readonly entries = new Map<number, Entry>();
