@@ -13,6 +13,7 @@ import type { WebSocketLike } from './websocket-like';
 class ScriptedSocket implements WebSocketLike {
   static all: ScriptedSocket[] = [];
   readonly sent: unknown[] = [];
+  readonly protocol = 'v1.gateway-lattice+json';
   /** How the client let go of it: a close frame with this code, or terminate(). */
   endedBy: number | 'terminate' | null = null;
   onmessage: WebSocketLike['onmessage'] = null;

@@ -63,6 +63,11 @@ export class GatewayClient {
     return this.currentStatus;
   }
 
+  /** The subprotocol the gateway accepted on the current connection ('' when there is none). */
+  get protocol(): string {
+    return this.currentStatus === 'connected' ? (this.socket?.protocol ?? '') : '';
+  }
+
   /** The latest hello (kept while reconnecting), null before the first. */
   get hello(): Hello | null {
     return this.currentHello;

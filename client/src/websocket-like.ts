@@ -4,6 +4,8 @@
  * DOM library nor `ws` types.
  */
 export interface WebSocketLike {
+  /** The subprotocol the server accepted ('' before the handshake). */
+  readonly protocol: string;
   send(data: string): void;
   close(code?: number, reason?: string): void;
   onmessage: ((event: { readonly data: unknown }) => void) | null;

@@ -53,7 +53,7 @@ describe('client SDK against the real gateway', () => {
       t.upstream.on('POST /rooms/slow', 'hang');
       const client = sdk.create(`${t.wsUrl}/?user=alice`);
       expect(await client.connect()).toEqual({ user_id: 'alice' });
-      expect(client.status).toBe('connected');
+      expect([client.status, client.protocol]).toEqual(['connected', 'v1.gateway-lattice+json']);
 
       expect(await client.call('rooms.echo', ['hi'], { k: 1 })).toEqual({ args: ['hi'], kwargs: { k: 1 } });
       expect(await rejection(client.call('rooms.missing'))).toMatchObject({ name: 'CallError', kind: 'http_error', status: 404, body: { error: 'no room' } });
@@ -68,6 +68,14 @@ describe('client SDK against the real gateway', () => {
       expect(await rejection(aborted)).toMatchObject({ kind: 'aborted' });
       // The connection is still fine after all that.
       expect(await client.call('rooms.echo', [2])).toEqual({ args: [2], kwargs: {} });
+    });
+
+    it('speaks the legacy subprotocol when only that one is offered', async () => {
+      t = await startTestGateway();
+      const client = sdk.create(`${t.wsUrl}/?user=alice`, { protocols: ['v1.swindon-lattice+json'] });
+      await client.connect();
+      expect(client.protocol).toBe('v1.swindon-lattice+json');
+      expect(await client.call('rooms.echo', [1])).toEqual({ args: [1], kwargs: {} });
     });
 
     it('rejects connect() with a FatalError (4401, the backend body) and stays closed', async () => {
