@@ -1,3 +1,4 @@
+import fc from 'fast-check';
 import { LatticeMirror, type LatticeChange } from './lattice-mirror';
 
 describe(LatticeMirror.name, () => {
@@ -67,5 +68,36 @@ describe(LatticeMirror.name, () => {
     remove();
     sut.merge({ b: {} });
     expect(calls).toEqual([1]);
+  });
+});
+
+describe(`${LatticeMirror.name} convergence`, () => {
+  const frame = fc.dictionary(
+    fc.constantFrom('lobby', 'kitchen', 'x'),
+    fc.record(
+      {
+        n_counter: fc.nat(50),
+        tags_set: fc.array(fc.constantFrom('a', 'b', 'c'), { maxLength: 3 }),
+        topic_register: fc.tuple(fc.nat(5), fc.oneof(fc.string({ maxLength: 2 }), fc.nat(3), fc.constant(null))),
+      },
+      { requiredKeys: [] },
+    ),
+  );
+
+  function stateOf(mirror: LatticeMirror): unknown {
+    return Object.fromEntries(mirror.keys().sort().map((key) => [key, mirror.get(key)]));
+  }
+
+  it('ends in one state whatever the order and repetition of the frames (snapshots after a reconnect included)', () => {
+    fc.assert(
+      fc.property(fc.array(frame, { maxLength: 8 }), fc.func(fc.nat()), (frames, order) => {
+        const inOrder = new LatticeMirror('n');
+        for (const data of frames) inOrder.merge(data);
+        const shuffled = new LatticeMirror('n');
+        const permuted = frames.map((data, i) => ({ data, rank: order(i) })).sort((a, b) => a.rank - b.rank);
+        for (const { data } of [...permuted, ...permuted.slice(0, 2)]) shuffled.merge(data);
+        expect(stateOf(shuffled)).toEqual(stateOf(inOrder));
+      }),
+    );
   });
 });
