@@ -54,7 +54,8 @@ const UI_MS = 15_000;
 const GATEWAY_ENV = { NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MAX_IDLE_TIMEOUT: '1s', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_GRACE: '1s' };
 
 if (CHROMIUM === null) {
-  const reason = 'the demo browser test needs Chromium: set CHROMIUM_PATH or put `chromium` on PATH (.ci/run installs Debian\'s: apt-get install -y chromium)';
+  const looked = process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : 'no `chromium` on PATH and CHROMIUM_PATH unset';
+  const reason = `the demo browser test needs Chromium (${looked}); .ci/run installs Debian's: apt-get install -y chromium`;
   // CI installs it (.ci/run), so there its absence is a failure, not a reason to skip.
   if (process.env.CI === 'true') throw new Error(reason);
   console.warn(`SKIPPED: ${reason}`);
