@@ -1,4 +1,7 @@
-/** Two projects: fast unit specs beside the pure code, e2e specs against the real app. */
+/**
+ * Three projects: fast unit specs beside the pure code, the client SDK's unit
+ * specs (client/src), and e2e specs against the real app.
+ */
 const tsJest = ['ts-jest', { tsconfig: 'tsconfig.json' }];
 
 module.exports = {
@@ -10,6 +13,13 @@ module.exports = {
       testEnvironment: 'node',
       rootDir: '.',
       testMatch: ['<rootDir>/src/**/*.spec.ts'],
+      transform: { '^.+\\.ts$': tsJest },
+    },
+    {
+      displayName: 'client',
+      testEnvironment: 'node',
+      rootDir: '.',
+      testMatch: ['<rootDir>/client/src/**/*.spec.ts'],
       transform: { '^.+\\.ts$': tsJest },
     },
     {

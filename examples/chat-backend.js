@@ -4,24 +4,39 @@
  *
  * - authorizes any connection whose query string carries ?user=<name>
  * - answers `echo` with its arguments
- * - chat.join [room]: subscribes the caller to topic rooms/<room> and to the
- *   lattice namespace `rooms` (with a private entry so it sees the room's counter)
- * - chat.send [room, text]: publishes {user, text} to the room and bumps the
- *   room's last_message_counter in the `rooms` lattice
+ * - chat.join [room]: subscribes the caller to topic rooms/<room>, to the
+ *   lattice namespace `rooms` (the room's last_message_counter, and the
+ *   caller's private last_seen_counter) and to the presence of the room's
+ *   members (users lattice); tells the members about the newcomer; answers
+ *   {joined, messages} with the room's recent messages
+ * - chat.send [room, text]: publishes {id, user, text, at} to the room, bumps
+ *   the room's last_message_counter and the sender's last_seen_counter
+ * - chat.read [room, counter]: raises the caller's last_seen_counter
+ * - GET / (and /app.js, /style.css): the chat page, when `page` is given
  */
 const http = require('node:http');
 
 const NAME = /^[A-Za-z0-9_-]{1,64}$/;
+/** Messages a room keeps for members who join later. */
+const HISTORY = 50;
 
 /**
  * Start the backend; resolves the listening http.Server (with `port: 0`, read
  * the chosen port from `server.address().port`). `apiUrl` is the gateway's
  * internal listener: a string, or a function returning it, for when the
  * gateway is started after the backend and its port is known only then.
+ * `page` (from examples/chat-page/build.js) and `gatewayPort` (a number or a
+ * function returning it) serve the chat page.
  */
-function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken } = {}) {
+function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, page, gatewayPort } = {}) {
   const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
-  const counters = new Map();
+  const portOfGateway = typeof gatewayPort === 'function' ? gatewayPort : () => gatewayPort;
+  const rooms = new Map(); // room -> { counter, messages, members: Set<user> }
+  const seen = new Map(); // `${user}/${room}` -> last seen counter
+  const roomOf = (name) => {
+    if (!rooms.has(name)) rooms.set(name, { counter: 0, messages: [], members: new Set() });
+    return rooms.get(name);
+  };
   const api = (method, path, body) =>
     fetch(apiBase() + path, {
       method,
@@ -30,6 +45,7 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken } 
     }).then((res) => {
       if (res.status !== 204) throw new Error(`${method} ${path} answered ${res.status}`);
     });
+  const isRoom = (room) => typeof room === 'string' && NAME.test(room);
 
   const routes = {
     '/gateway/authorize_connection': async (meta, args, kwargs) => {
@@ -40,19 +56,40 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken } 
     '/gateway/session_inactive': async () => [204, null],
     '/echo': async (meta, args, kwargs) => [200, { args, kwargs }],
     '/chat/join': async (meta, [room], kwargs, user) => {
-      if (typeof room !== 'string' || !NAME.test(room)) return [400, { error: 'room must match [A-Za-z0-9_-]{1,64}' }];
-      await api('PUT', `/v1/connection/${meta.connection_id}/subscriptions/rooms/${room}`);
-      const lattice = { shared: { [room]: { last_message_counter: counters.get(room) || 0 } }, private: { [user]: { [room]: {} } } };
-      await api('PUT', `/v1/connection/${meta.connection_id}/lattices/rooms`, lattice);
-      return [200, { joined: room }];
+      if (!isRoom(room)) return [400, { error: 'room must match [A-Za-z0-9_-]{1,64}' }];
+      const state = roomOf(room);
+      const key = `${user}/${room}`;
+      // A first-time member has read what was said before: history is not "unread".
+      if (!seen.has(key)) seen.set(key, state.counter);
+      const cid = meta.connection_id;
+      await api('PUT', `/v1/connection/${cid}/subscriptions/rooms/${room}`);
+      const lattice = { shared: { [room]: { last_message_counter: state.counter } }, private: { [user]: { [room]: { last_seen_counter: seen.get(key) } } } };
+      await api('PUT', `/v1/connection/${cid}/lattices/rooms`, lattice);
+      const isNewMember = !state.members.has(user);
+      state.members.add(user);
+      await api('PUT', `/v1/connection/${cid}/users`, [...state.members]);
+      if (isNewMember) {
+        for (const member of state.members) if (member !== user) await api('PUT', `/v1/user/${member}/users`, [user]);
+      }
+      return [200, { joined: room, messages: state.messages }];
     },
     '/chat/send': async (meta, [room, text], kwargs, user) => {
-      if (typeof room !== 'string' || !NAME.test(room) || typeof text !== 'string') return [400, { error: 'chat.send takes [room, text]' }];
-      const counter = (counters.get(room) || 0) + 1;
-      counters.set(room, counter);
-      await api('POST', `/v1/publish/rooms/${room}`, { user, text });
-      await api('POST', '/v1/lattice/rooms', { shared: { [room]: { last_message_counter: counter } } });
-      return [200, { sent: counter }];
+      if (!isRoom(room) || typeof text !== 'string' || text.length > 2000) return [400, { error: 'chat.send takes [room, text]' }];
+      const state = roomOf(room);
+      const message = { id: ++state.counter, user, text, at: Date.now() };
+      state.messages = [...state.messages, message].slice(-HISTORY);
+      seen.set(`${user}/${room}`, message.id);
+      await api('POST', `/v1/publish/rooms/${room}`, message);
+      await api('POST', '/v1/lattice/rooms', { shared: { [room]: { last_message_counter: message.id } }, private: { [user]: { [room]: { last_seen_counter: message.id } } } });
+      return [200, { sent: message.id }];
+    },
+    '/chat/read': async (meta, [room, counter], kwargs, user) => {
+      if (!isRoom(room) || !Number.isSafeInteger(counter) || counter < 0) return [400, { error: 'chat.read takes [room, counter]' }];
+      const key = `${user}/${room}`;
+      const read = Math.max(seen.get(key) || 0, Math.min(counter, roomOf(room).counter));
+      seen.set(key, read);
+      await api('POST', '/v1/lattice/rooms', { private: { [user]: { [room]: { last_seen_counter: read } } } });
+      return [200, { read }];
     },
   };
 
@@ -60,7 +97,9 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken } 
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
-      const route = routes[req.url.split('?')[0]];
+      const path = req.url.split('?')[0];
+      if (req.method === 'GET' && page && page[path]) return servePage(res, page[path], portOfGateway());
+      const route = routes[path];
       if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
       try {
         const [meta, args, kwargs] = JSON.parse(Buffer.concat(chunks).toString('utf8'));
@@ -84,6 +123,11 @@ function reply(res, status, body) {
   if (body === null) return res.writeHead(status).end();
   const text = JSON.stringify(body);
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+}
+
+function servePage(res, file, gatewayPort) {
+  const body = file.body.replace('{{GATEWAY_PORT}}', String(gatewayPort));
+  res.writeHead(200, { 'Content-Type': file.type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }).end(body);
 }
 
 module.exports = { startChatBackend };

@@ -1,45 +1,108 @@
 'use strict';
 /**
  * `npm run demo`: the gateway (dist/main.js, built by the npm script) plus the
- * example chat backend, on the default ports unless env says otherwise.
- * Ctrl-C stops both.
+ * example chat backend, which also serves the chat page (examples/chat-page),
+ * on the default ports unless env says otherwise. Ctrl-C stops both.
+ * Tests start the same thing on port 0 with startDemo().
  */
 const { spawn } = require('node:child_process');
 const path = require('node:path');
+const readline = require('node:readline');
 const { startChatBackend } = require('./chat-backend');
+const { buildChatPage } = require('./chat-page/build');
 
-const HOST = '127.0.0.1';
-const PORT = process.env.PORT || '8080';
-const API_PORT = process.env.BACKEND_API_PORT || '8081';
-const BACKEND_PORT = Number(process.env.DEMO_BACKEND_PORT || 9000);
+const MAIN_JS = path.join(__dirname, '..', 'dist', 'main.js');
+const STARTED = /gateway started.*"public_port":(\d+),"internal_port":(\d+)/;
+
+/**
+ * Spawn one gateway process (`node dist/main.js`) that sends every method to
+ * `upstreamUrl`. `port` and `apiPort` may be 0. Resolves, once it logs
+ * "gateway started", `{ child, publicPort, internalPort, exited, stop() }`;
+ * `onLine` gets every line it prints (default: printed as is).
+ */
+function startGatewayProcess({ upstreamUrl, host = '127.0.0.1', port, apiPort, env = {}, onLine = (line) => console.log(line) }) {
+  const child = spawn(process.execPath, [MAIN_JS], {
+    env: { LOG_FORMAT: 'pretty', HOST: host, ...process.env, ...env, UPSTREAM_URL: upstreamUrl, PORT: String(port), BACKEND_API_PORT: String(apiPort) },
+    stdio: ['ignore', 'pipe', 'pipe'],
+  });
+  const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
+  readline.createInterface({ input: child.stderr }).on('line', onLine);
+  return new Promise((resolve, reject) => {
+    readline.createInterface({ input: child.stdout }).on('line', (line) => {
+      onLine(line);
+      const started = STARTED.exec(line);
+      if (started === null) return;
+      const stop = () => {
+        if (child.exitCode === null && child.signalCode === null) child.kill('SIGTERM');
+        return exited;
+      };
+      resolve({ child, publicPort: Number(started[1]), internalPort: Number(started[2]), exited, stop });
+    });
+    exited.then(({ code, signal }) => reject(new Error(`the gateway exited (${code ?? signal}) before it started`)));
+  });
+}
+
+/**
+ * The whole demo: the chat page is built, the backend started, then one
+ * gateway process. Ports may be 0. `gatewayEnv` is added to the gateway's
+ * environment. Resolves `{ pageUrl, wsUrl, apiUrl, gateway, backend, stop() }`.
+ */
+async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, backendPort = 9000, apiToken, gatewayEnv = {}, onLine } = {}) {
+  const page = await buildChatPage();
+  let gateway = null;
+  const backend = await startChatBackend({
+    port: backendPort,
+    host,
+    apiUrl: () => `http://${host}:${gateway.internalPort}`,
+    apiToken,
+    page,
+    gatewayPort: () => gateway.publicPort,
+  });
+  const backendUrl = `http://${host}:${backend.address().port}`;
+  try {
+    // A short activity window, so a closed tab shows offline soon (SPEC §8); env may say otherwise.
+    gateway = await startGatewayProcess({ upstreamUrl: backendUrl, host, port, apiPort, env: { NEW_CONNECTION_IDLE_TIMEOUT: '20s', ...gatewayEnv }, onLine });
+  } catch (err) {
+    backend.close();
+    throw err;
+  }
+  const stop = async () => {
+    await gateway.stop();
+    backend.closeAllConnections();
+    await new Promise((resolve) => backend.close(resolve));
+  };
+  return { pageUrl: `${backendUrl}/`, wsUrl: `ws://${host}:${gateway.publicPort}`, apiUrl: `http://${host}:${gateway.internalPort}`, gateway, backend, stop };
+}
 
 async function main() {
-  const backend = await startChatBackend({ port: BACKEND_PORT, host: HOST, apiUrl: `http://${HOST}:${API_PORT}`, apiToken: process.env.BACKEND_API_TOKEN });
-  const gateway = spawn(process.execPath, [path.join(__dirname, '..', 'dist', 'main.js')], {
-    env: { LOG_FORMAT: 'pretty', ...process.env, UPSTREAM_URL: `http://${HOST}:${BACKEND_PORT}`, PORT, BACKEND_API_PORT: API_PORT },
-    stdio: ['ignore', 'inherit', 'inherit'],
+  const demo = await startDemo({
+    port: Number(process.env.PORT || 8080),
+    apiPort: Number(process.env.BACKEND_API_PORT || 8081),
+    backendPort: Number(process.env.DEMO_BACKEND_PORT || 9000),
+    apiToken: process.env.BACKEND_API_TOKEN,
   });
   let stopping = false;
   const stop = () => {
     if (stopping) return;
     stopping = true;
-    gateway.kill('SIGTERM');
+    demo.stop().then(() => process.exit(0));
   };
-  gateway.on('exit', (code) => {
-    backend.close();
-    process.exitCode = stopping ? 0 : code || 1;
+  demo.gateway.exited.then(({ code }) => {
+    if (stopping) return;
+    console.error(`the gateway exited (${code})`);
+    demo.backend.close();
+    process.exitCode = code || 1;
   });
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  await waitForReady(`http://${HOST}:${PORT}/health/ready`, gateway);
   console.log(`
 Gateway demo running
-  WebSocket   ws://${HOST}:${PORT}/?user=<name>     (subprotocol v1.gateway-lattice+json)
-  Backend API http://${HOST}:${API_PORT}/v1           metrics: http://${HOST}:${API_PORT}/metrics
-  Example backend http://${HOST}:${BACKEND_PORT}
+  Chat page   ${demo.pageUrl}     open it in two tabs, join with two names
+  WebSocket   ${demo.wsUrl}/?user=<name>     (subprotocol v1.gateway-lattice+json)
+  Backend API ${demo.apiUrl}/v1           metrics: ${demo.apiUrl}/metrics
 
-Try it (in two terminals, with different users):
-  npx wscat -s v1.gateway-lattice+json -c 'ws://${HOST}:${PORT}/?user=alice'
+Or with a raw WebSocket client (in two terminals, with different users):
+  npx wscat -s v1.gateway-lattice+json -c '${demo.wsUrl}/?user=alice'
   > ["echo", {"request_id": 1}, ["hello"], {}]
   > ["chat.join", {"request_id": 2}, ["lobby"], {}]
   > ["chat.send", {"request_id": 3}, ["lobby", "hi all"], {}]
@@ -48,19 +111,11 @@ Ctrl-C stops the demo.
 `);
 }
 
-async function waitForReady(url, child) {
-  for (let i = 0; i < 100 && child.exitCode === null; i++) {
-    try {
-      if ((await fetch(url)).status === 200) return;
-    } catch {
-      // not listening yet
-    }
-    await new Promise((resolve) => setTimeout(resolve, 100));
-  }
-  throw new Error('the gateway did not become ready');
-}
+module.exports = { startDemo, startGatewayProcess };
 
-main().catch((err) => {
-  console.error(err.message);
-  process.exit(1);
-});
+if (require.main === module) {
+  main().catch((err) => {
+    console.error(err.message);
+    process.exit(1);
+  });
+}
