@@ -171,6 +171,9 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
   }
 
   private sendSnapshot(connection: Connection, namespace: string): void {
+    // Entries past their deadline go first, even if the expiry timer has not fired yet
+    // (cluster mode: a namespace just loaded from the log may hold some).
+    this.store.expire(Date.now());
     const snapshot = this.store.snapshotFor(namespace, connection.userId!);
     if (connection.send(encodeLattice(pathToWire(namespace), snapshot))) this.framesSent.inc();
   }
