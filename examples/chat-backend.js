@@ -26,7 +26,8 @@ const HISTORY = 50;
  * internal listener: a string, or a function returning it, for when the
  * gateway is started after the backend and its port is known only then.
  * `page` (from examples/chat-page/build.js) and `gatewayPort` (a number or a
- * function returning it) serve the chat page.
+ * function of the page request's query, e.g. `?node=2`, returning it) serve
+ * the chat page.
  */
 function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, page, gatewayPort } = {}) {
   const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
@@ -98,7 +99,7 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
       const path = req.url.split('?')[0];
-      if (req.method === 'GET' && page && page[path]) return servePage(res, page[path], portOfGateway());
+      if (req.method === 'GET' && page && page[path]) return servePage(res, page[path], portOfGateway(new URLSearchParams(req.url.split('?')[1] ?? '')));
       const route = routes[path];
       if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
       try {

@@ -3,9 +3,14 @@
  * `npm run demo`: the gateway (dist/main.js, built by the npm script) plus the
  * example chat backend, which also serves the chat page (examples/chat-page),
  * on the default ports unless env says otherwise. Ctrl-C stops both.
+ * `npm run demo -- --nodes 2`: two gateway nodes on one Redis (REDIS_URL, or a
+ * private redis-server the demo starts), node N on ports 8080+10(N-1) and
+ * 8081+10(N-1); the page at `/?node=N` connects to node N.
  * Tests start the same thing on port 0 with startDemo().
  */
 const { spawn } = require('node:child_process');
+const { randomBytes } = require('node:crypto');
+const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
 const { startChatBackend } = require('./chat-backend');
@@ -43,43 +48,88 @@ function startGatewayProcess({ upstreamUrl, host = '127.0.0.1', port, apiPort, e
 }
 
 /**
- * The whole demo: the chat page is built, the backend started, then one
- * gateway process. Ports may be 0. `gatewayEnv` is added to the gateway's
- * environment. Resolves `{ pageUrl, wsUrl, apiUrl, gateway, backend, stop() }`.
+ * A private `redis-server` on a free port (nothing on disk) for a cluster
+ * demo without REDIS_URL. Resolves `{ url, stop() }`.
  */
-async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, backendPort = 9000, apiToken, gatewayEnv = {}, onLine } = {}) {
+async function startRedisServer() {
+  const port = await new Promise((resolve, reject) => {
+    const probe = net.createServer().once('error', reject);
+    probe.listen(0, '127.0.0.1', () => {
+      const { port: free } = probe.address();
+      probe.close(() => resolve(free));
+    });
+  });
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  const failed = new Promise((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start (${err.message}): set REDIS_URL to a Redis 7`))));
+  const listening = (async () => {
+    for (let attempt = 0; attempt < 200; attempt++) {
+      const isUp = await new Promise((resolve) => {
+        const socket = net.connect(port, '127.0.0.1', () => socket.end(() => resolve(true))).once('error', () => resolve(false));
+      });
+      if (isUp) return;
+      await new Promise((resolve) => setTimeout(resolve, 25));
+    }
+    throw new Error('redis-server did not listen within 5 s');
+  })();
+  await Promise.race([listening, failed]);
+  return { url: `redis://127.0.0.1:${port}`, stop: () => void child.kill('SIGTERM') };
+}
+
+/**
+ * The whole demo: the chat page is built, the backend started, then `nodes`
+ * gateway processes (more than one: on one Redis, each with its NODE_ID).
+ * Ports may be 0; node N listens on `port`/`apiPort` + 10(N-1) when they are
+ * not. `gatewayEnv` is added to every gateway's environment. Resolves
+ * `{ pageUrl, wsUrl, apiUrl, gateway, gateways, backend, stop() }` (the single
+ * URLs and `gateway` are node 1's).
+ */
+async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, backendPort = 9000, apiToken, gatewayEnv = {}, onLine, nodes = 1 } = {}) {
   const page = await buildChatPage();
-  let gateway = null;
+  const gateways = [];
+  // `?node=N` on the page picks the node its WebSocket connects to.
+  const nodeOf = (query) => gateways[Math.min(Math.max(Number(query?.get('node')) || 1, 1), gateways.length) - 1];
   const backend = await startChatBackend({
     port: backendPort,
     host,
-    apiUrl: () => `http://${host}:${gateway.internalPort}`,
+    apiUrl: () => `http://${host}:${gateways[0].internalPort}`,
     apiToken,
     page,
-    gatewayPort: () => gateway.publicPort,
+    gatewayPort: (query) => nodeOf(query).publicPort,
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
-  try {
-    // A short activity window, so a closed tab shows offline soon (SPEC §8); env may say otherwise.
-    gateway = await startGatewayProcess({ upstreamUrl: backendUrl, host, port, apiPort, env: { NEW_CONNECTION_IDLE_TIMEOUT: '20s', ...gatewayEnv }, onLine });
-  } catch (err) {
-    backend.close();
-    throw err;
-  }
+  const redis = nodes > 1 && !gatewayEnv.REDIS_URL && !process.env.REDIS_URL ? await startRedisServer() : null;
+  const clusterEnv = nodes > 1 ? { REDIS_URL: redis?.url ?? process.env.REDIS_URL, REDIS_PREFIX: `demo${randomBytes(4).toString('hex')}:` } : {};
   const stop = async () => {
-    await gateway.stop();
+    await Promise.all(gateways.map((gateway) => gateway.stop()));
+    redis?.stop();
     backend.closeAllConnections();
     await new Promise((resolve) => backend.close(resolve));
   };
-  return { pageUrl: `${backendUrl}/`, wsUrl: `ws://${host}:${gateway.publicPort}`, apiUrl: `http://${host}:${gateway.internalPort}`, gateway, backend, stop };
+  try {
+    for (let n = 1; n <= nodes; n++) {
+      const offset = (n - 1) * 10;
+      // A short activity window, so a closed tab shows offline soon (SPEC §8); env may say otherwise.
+      const env = { NEW_CONNECTION_IDLE_TIMEOUT: '20s', ...clusterEnv, ...(nodes > 1 ? { NODE_ID: `demo${n}` } : {}), ...gatewayEnv };
+      gateways.push(await startGatewayProcess({ upstreamUrl: backendUrl, host, port: port && port + offset, apiPort: apiPort && apiPort + offset, env, onLine }));
+    }
+  } catch (err) {
+    await stop();
+    throw err;
+  }
+  const [first] = gateways;
+  return { pageUrl: `${backendUrl}/`, wsUrl: `ws://${host}:${first.publicPort}`, apiUrl: `http://${host}:${first.internalPort}`, gateway: first, gateways, backend, stop };
 }
 
 async function main() {
+  const at = process.argv.indexOf('--nodes');
+  const nodes = at === -1 ? 1 : Number(process.argv[at + 1]);
+  if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) throw new Error('--nodes takes a number from 1 to 9');
   const demo = await startDemo({
     port: Number(process.env.PORT || 8080),
     apiPort: Number(process.env.BACKEND_API_PORT || 8081),
     backendPort: Number(process.env.DEMO_BACKEND_PORT || 9000),
     apiToken: process.env.BACKEND_API_TOKEN,
+    nodes,
   });
   let stopping = false;
   const stop = () => {
@@ -87,17 +137,22 @@ async function main() {
     stopping = true;
     demo.stop().then(() => process.exit(0));
   };
-  demo.gateway.exited.then(({ code }) => {
-    if (stopping) return;
-    console.error(`the gateway exited (${code})`);
-    demo.backend.close();
-    process.exitCode = code || 1;
-  });
+  for (const gateway of demo.gateways) {
+    gateway.exited.then(({ code }) => {
+      if (stopping) return;
+      console.error(`a gateway exited (${code}): stopping the demo`);
+      stop();
+      process.exitCode = code || 1;
+    });
+  }
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
+  const perNode = demo.gateways.length === 1 ? '' : demo.gateways
+    .map((g, i) => `  Node ${i + 1}      page ${demo.pageUrl}?node=${i + 1}   WebSocket ws://127.0.0.1:${g.publicPort}   API http://127.0.0.1:${g.internalPort}/v1\n`)
+    .join('') + '  (one Redis; a tab on ?node=1 and one on ?node=2 chat across the nodes)\n';
   console.log(`
-Gateway demo running
-  Chat page   ${demo.pageUrl}     open it in two tabs, join with two names
+Gateway demo running${demo.gateways.length === 1 ? '' : ` on ${demo.gateways.length} nodes`}
+${perNode}  Chat page   ${demo.pageUrl}     open it in two tabs, join with two names
   WebSocket   ${demo.wsUrl}/?user=<name>     (subprotocol v1.gateway-lattice+json)
   Backend API ${demo.apiUrl}/v1           metrics: ${demo.apiUrl}/metrics
 
