@@ -6,12 +6,10 @@ import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { encodeLattice } from '../protocol/frames';
 import { PresenceStatus, SessionsService } from '../sessions/sessions.service';
-import { parseStatusMessage, readStatuses, redisTimeMs } from './cluster-statuses';
+import { StatusRegister, parseStatusMessage, readStatuses, redisTimeMs } from './cluster-statuses';
 
 /** The users lattice namespace as clients see it (SPEC §7). */
 export const USERS_NAMESPACE = 'gateway.user';
-
-type StatusRegister = readonly [atMs: number, status: PresenceStatus];
 
 const NEVER_SEEN: StatusRegister = [0, 'offline'];
 
