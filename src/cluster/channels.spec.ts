@@ -1,0 +1,66 @@
+import { ClusterNames, PARTITIONS, decodeChannelMessage, decodeNodeMessage, encodeChannelMessage, isAck, originHead, partitionOf } from './channels';
+
+describe(partitionOf.name, () => {
+  it('is stable, within range, and spreads names over the partitions', () => {
+    const seen = new Set<number>();
+    for (let i = 0; i < 5000; i++) {
+      const p = partitionOf(`room/${i}`);
+      expect(p).toBe(partitionOf(`room/${i}`));
+      expect(Number.isInteger(p) && p >= 0 && p < PARTITIONS).toBe(true);
+      seen.add(p);
+    }
+    expect(seen.size).toBe(PARTITIONS);
+  });
+
+  it.each([
+    // FNV-1a 32 of "" is 0x811c9dc5 and of "a" 0xe40c292c (the reference values); mod 128.
+    ['', 0xc5 % 128],
+    ['a', 0x2c],
+    ['room/1', 90],
+  ])('gives %j the FNV-1a partition %i (fixed: nodes of different versions must agree)', (name, partition) => {
+    expect(partitionOf(name)).toBe(partition);
+  });
+});
+
+describe(ClusterNames.name, () => {
+  const sut = new ClusterNames('acme:');
+
+  it('puts the partition hash tag in channel and key names, under the prefix', () => {
+    expect(sut.channel('t', 'room/1')).toBe('acme:t:{90}:room/1');
+    expect(sut.lattice('room/1')).toBe('acme:lat:{90}:room/1');
+    expect(sut.user('room/1')).toBe(sut.channel('u', 'room/1').replace(':t:', ':u:'));
+    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.deadlines]).toEqual(['acme:n:n1', 'acme:all', 'acme:alive:n1', 'acme:nodes', 'acme:deadlines']);
+  });
+});
+
+describe(encodeChannelMessage.name, () => {
+  it('round-trips origin and payload without copying or decoding the payload', () => {
+    const payload = Buffer.from('["message",{"topic":"a|b"},"x|y"]');
+    const decoded = decodeChannelMessage(encodeChannelMessage(originHead('node_01'), payload));
+    expect(decoded?.origin).toBe('node_01');
+    expect(decoded?.payload.equals(payload)).toBe(true);
+  });
+
+  it.each([
+    ['no separator', 'abc'],
+    ['empty origin', '|payload'],
+    ['separator beyond a node id', `${'n'.repeat(40)}|payload`],
+  ])('ignores a message with %s', (_, text) => {
+    expect(decodeChannelMessage(Buffer.from(text))).toBeNull();
+  });
+});
+
+describe(decodeNodeMessage.name, () => {
+  it('reads commands and acks', () => {
+    const command = decodeNodeMessage('{"k":"topic_subscribe","t":"n1-abc","d":"room","f":"n2","r":7}');
+    expect(command).toEqual({ k: 'topic_subscribe', t: 'n1-abc', d: 'room', f: 'n2', r: 7 });
+    expect(isAck(command!)).toBe(false);
+    const ack = decodeNodeMessage('{"a":7,"f":"n1"}');
+    expect(ack).toEqual({ a: 7, f: 'n1' });
+    expect(isAck(ack!)).toBe(true);
+  });
+
+  it.each(['probe', 'null', '[]', '{"a":1}', '{"k":"x","t":"y","f":"n"}', '{"k":1,"t":"y","f":"n","r":1}'])('ignores %s', (text) => {
+    expect(decodeNodeMessage(text)).toBeNull();
+  });
+});
