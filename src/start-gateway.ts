@@ -1,11 +1,13 @@
 import { Logger, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { NestExpressApplication } from '@nestjs/platform-express';
+import { ExpressAdapter, NestExpressApplication } from '@nestjs/platform-express';
+import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { AppModule } from './app.module';
 import { BackendApiEntryMiddleware } from './backend-api/backend-api-entry.middleware';
+import { answerInFlight } from './backend-api/client-fault';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
 import { PublicListener } from './gateway/public-listener';
@@ -26,7 +28,7 @@ export interface RunningGateway {
  * by the e2e harness, so tests run exactly what production runs.
  */
 export async function startGateway(config: GatewayConfig, logger?: LoggerService): Promise<RunningGateway> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new ExpressAdapter(exactRoutingExpress()), {
     bodyParser: false, // /v1 bodies are parsed by our own pipe with SPEC limits and messages
     logger: logger ?? new JsonLogger(config.log.level, config.log.format),
     abortOnError: false,
@@ -69,6 +71,18 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
 }
 
 /**
+ * SPEC §5: paths are matched exactly (case-sensitive, no trailing-slash folding).
+ * Express reads these settings once, when its router is created, which
+ * ExpressAdapter's constructor already does: so they are set on our own instance.
+ */
+function exactRoutingExpress(): express.Express {
+  const instance = express();
+  instance.set('case sensitive routing', true);
+  instance.set('strict routing', true);
+  return instance;
+}
+
+/**
  * SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported
  * method, and so does a path with raw bytes outside the allowed sets.
  */
@@ -77,5 +91,7 @@ const NOT_FOUND_PARSE_ERRORS = new Set(['HPE_INVALID_METHOD', 'HPE_INVALID_URL']
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) return void socket.destroy();
   const status = NOT_FOUND_PARSE_ERRORS.has(err.code ?? '') ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  // SPEC §5: in the middle of a /v1 request (a broken body), answer through it so it is counted.
+  if (answerInFlight(socket, Number(status.slice(0, 3)), err.code)) return;
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

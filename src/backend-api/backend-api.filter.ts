@@ -1,6 +1,7 @@
 import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@nestjs/common';
 import type { Response } from 'express';
 import { BackendApiError, writeApiError } from './backend-api.error';
+import { canAnswer } from './client-fault';
 
 /**
  * The internal listener's only error writer (SPEC §5): 404/403/401 with an
@@ -13,7 +14,8 @@ export class BackendApiFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
-    if (res.headersSent) return;
+    // A client that left (or broke its request) gets nothing, and nothing is counted as sent (SPEC §5).
+    if (!canAnswer(res)) return;
     if (exception instanceof BackendApiError) return writeApiError(res, exception);
     if (exception instanceof HttpException) {
       const status = exception.getStatus();

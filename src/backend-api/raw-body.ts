@@ -1,6 +1,7 @@
 import { ExecutionContext, createParamDecorator } from '@nestjs/common';
 import type { Request } from 'express';
 import { BackendApiError } from './backend-api.error';
+import { incompleteBody } from './client-fault';
 
 /** The request body as read from the socket: null when there is none. */
 export interface RawBody {
@@ -30,6 +31,10 @@ export function readBody(req: Request, limitBytes: number): Promise<RawBody> {
     };
     req.on('data', onData);
     req.on('end', () => resolve({ bytes: size === 0 ? null : Buffer.concat(chunks, size), contentType }));
-    req.on('error', reject);
+    // SPEC §5: a body cut off, malformed or abandoned is the client's fault (400), never a 500.
+    req.on('error', () => reject(incompleteBody()));
+    req.on('close', () => {
+      if (!req.complete) reject(incompleteBody());
+    });
   });
 }
