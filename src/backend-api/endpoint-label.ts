@@ -10,6 +10,7 @@ export function endpointLabel(method: string, path: string): string {
   if (kind === 'publish') return 'publish';
   if (kind === 'lattice') return 'lattice_update';
   if (kind === 'user') return 'user_users';
+  if (kind === 'batch' && parts.length === 3) return 'batch';
   if (kind !== 'connection') return 'unknown';
   const sub = parts[4];
   const action = method === 'DELETE' ? 'unsubscribe' : 'subscribe';

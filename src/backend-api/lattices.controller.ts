@@ -1,6 +1,7 @@
 import { Controller, Delete, HttpCode, Param, Post, Put } from '@nestjs/common';
 import { LatticeBody } from '../lattice/lattice-body';
 import { LatticeService } from '../lattice/lattice.service';
+import { ROUTES } from './api-routes';
 import { LatticeBodyPipe, NoBodyPipe } from './body.pipes';
 import { ConnectionIdPipe, NamespacePipe } from './path-params';
 import { RequestBody } from './raw-body';
@@ -10,19 +11,19 @@ import { RequestBody } from './raw-body';
 export class LatticesController {
   constructor(private readonly lattices: LatticeService) {}
 
-  @Put('connection/:cid/lattices/*namespace')
+  @Put(ROUTES.latticeSubscription)
   @HttpCode(204)
   subscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('namespace', NamespacePipe) ns: string, @RequestBody(LatticeBodyPipe) body: LatticeBody): Promise<void> {
     return this.lattices.subscribe(cid, ns, body);
   }
 
-  @Delete('connection/:cid/lattices/*namespace')
+  @Delete(ROUTES.latticeSubscription)
   @HttpCode(204)
   unsubscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('namespace', NamespacePipe) ns: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
     return this.lattices.unsubscribe(cid, ns);
   }
 
-  @Post('lattice/*namespace')
+  @Post(ROUTES.latticeUpdate)
   @HttpCode(204)
   update(@Param('namespace', NamespacePipe) ns: string, @RequestBody(LatticeBodyPipe) body: LatticeBody): Promise<void> {
     return this.lattices.update(ns, body);
