@@ -8,6 +8,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { AppModule } from './app.module';
 import { BackendApiEntryMiddleware } from './backend-api/backend-api-entry.middleware';
 import { answerInFlight } from './backend-api/client-fault';
+import { isBackendApiPath } from './backend-api/endpoint-label';
 import { openApiDocument, serveOpenApi } from './backend-api/openapi-document';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
@@ -38,7 +39,7 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   app.disable('x-powered-by');
   // Ahead of Nest's router, which app.listen() adds: see BackendApiEntryMiddleware.
   const entry = app.get(BackendApiEntryMiddleware);
-  app.use('/v1', (req: Request, res: Response, next: NextFunction) => entry.use(req, res, next));
+  app.use((req: Request, res: Response, next: NextFunction) => (isBackendApiPath(req.url) ? entry.use(req, res, next) : next()));
   serveOpenApi(app, openApiDocument(app, config.version)); // SPEC §5: GET /openapi.json, internal listener
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));

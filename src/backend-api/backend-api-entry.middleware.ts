@@ -29,25 +29,29 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   private readonly expected: Buffer | null;
   /** Counter children by `<endpoint> <status>`, bound on first use (a bounded set). */
   private readonly counters = new Map<string, { inc(): void }>();
+  /** One 'finish' listener for every response (no closure per request): counts it, ends its in-flight mark. */
+  private readonly onFinish: (this: Response) => void;
 
   constructor(
     config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
   ) {
     this.expected = config.backendApiToken === null ? null : Buffer.from(config.backendApiToken);
+    const count = (method: string, url: string, status: number): void => this.count(endpointLabel(method, url), status);
+    this.onFinish = function (this: Response): void {
+      forgetInFlight(this.socket, this);
+      count(this.req.method, this.req.originalUrl, this.statusCode);
+    };
   }
 
   use(req: Request, res: Response, next: NextFunction): void {
-    const path = req.originalUrl.split('?')[0];
-    const endpoint = endpointLabel(req.method, path);
-    const socket = req.socket;
     trackInFlight(res);
-    res.once('finish', () => {
-      forgetInFlight(socket, res);
-      this.count(endpoint, res.statusCode);
-    });
+    res.on('finish', this.onFinish);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
-    if (path.slice(1).split('/').includes('')) return writeApiError(res, NOT_FOUND);
+    const url = req.url;
+    const query = url.indexOf('?');
+    const path = query < 0 ? url : url.slice(0, query);
+    if (path.includes('//') || path.endsWith('/')) return writeApiError(res, NOT_FOUND);
     next();
   }
 

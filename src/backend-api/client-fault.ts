@@ -3,20 +3,21 @@ import type { ServerResponse } from 'node:http';
 import type { Socket } from 'node:net';
 import { BackendApiError, badRequest } from './backend-api.error';
 
-/** The /v1 response still being worked on, per socket (set by BackendApiEntryMiddleware). */
-const inFlight = new WeakMap<Socket, ServerResponse>();
+/** The /v1 response still being worked on, kept on its socket (a plain field: a WeakMap costs GC time per request). */
+const IN_FLIGHT = Symbol('backendApiResponse');
+type ApiSocket = Socket & { [IN_FLIGHT]?: ServerResponse | null };
 
 /**
  * `res` is its socket's answer in progress until `forgetInFlight` (on 'finish';
- * a response closed without finishing leaves a dead socket, and the entry goes
- * with it).
+ * a response closed without finishing leaves a dead socket).
  */
 export function trackInFlight(res: ServerResponse): void {
-  if (res.socket !== null) inFlight.set(res.socket, res);
+  const socket = res.socket as ApiSocket | null;
+  if (socket !== null) socket[IN_FLIGHT] = res;
 }
 
 export function forgetInFlight(socket: Socket | null, res: ServerResponse): void {
-  if (socket !== null && inFlight.get(socket) === res) inFlight.delete(socket);
+  if (socket !== null && (socket as ApiSocket)[IN_FLIGHT] === res) (socket as ApiSocket)[IN_FLIGHT] = null;
 }
 
 /** A body that was cut off, malformed or abandoned (SPEC §5: a client fault, 400). */
@@ -38,8 +39,8 @@ export function canAnswer(res: ServerResponse): boolean {
  * on the raw socket).
  */
 export function answerInFlight(socket: Socket, status: number, code: string | undefined): boolean {
-  const res = inFlight.get(socket);
-  if (res === undefined) return false;
+  const res = (socket as ApiSocket)[IN_FLIGHT];
+  if (res === undefined || res === null) return false;
   if (Logger.isLevelEnabled('debug')) Logger.debug({ msg: 'backend API client fault', code, status }, 'BackendApi');
   if (!canAnswer(res)) {
     socket.destroy();

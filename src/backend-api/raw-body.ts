@@ -30,11 +30,9 @@ export function readBody(req: Request, limitBytes: number): Promise<RawBody> {
       reject(new BackendApiError(413));
     };
     req.on('data', onData);
-    req.on('end', () => resolve({ bytes: size === 0 ? null : Buffer.concat(chunks, size), contentType }));
+    req.on('end', () => resolve({ bytes: size === 0 ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size), contentType }));
     // SPEC §5: a body cut off, malformed or abandoned is the client's fault (400), never a 500.
+    // (Node emits 'error' on an aborted request only when it has a listener: this one.)
     req.on('error', () => reject(incompleteBody()));
-    req.on('close', () => {
-      if (!req.complete) reject(incompleteBody());
-    });
   });
 }
