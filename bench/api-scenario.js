@@ -1,8 +1,9 @@
 'use strict';
 // The `api` scenario (issue 12): /v1 throughput of the gateway beside a bare
 // Express 5 route and a bare node:http handler doing the same read +
-// JSON.parse + 204 (bench/baseline/api-bare.js), all three up at once and
-// measured in interleaved rounds. Workloads, each a closed loop of keep-alive
+// JSON.parse + 204 (bench/baseline/api-bare.js), and a minimal Nest app whose
+// controller routes do just that (baseline/api-nest.js: the framework's floor),
+// all four up at once and measured in interleaved rounds. Workloads, each a closed loop of keep-alive
 // connections with one request in flight (like `wrk -c32`):
 //   publish    POST /v1/publish/bench/api, a 64-byte JSON body, no subscribers
 //   subscribe  PUT /v1/connection/<well-formed, unknown cid>/subscriptions/bench/api
@@ -13,7 +14,7 @@
 const { cpuOf } = require('./lib/stack');
 const { row } = require('./lib/report');
 
-const TARGETS = ['node', 'express', 'gateway'];
+const TARGETS = ['node', 'express', 'nest', 'gateway'];
 const BODY = '{"text":"hello, this is a 64-byte JSON message body!!","seq":1234}';
 const UNKNOWN_CID = 'Zz_bench-unknown-connection';
 
@@ -83,17 +84,24 @@ const api = {
   },
 };
 
-/** Table rows: each figure as gateway ÷ bare Express, then ÷ bare node:http. */
+const NAMES = { express: 'Express', node: 'node:http', nest: 'minimal Nest' };
+
+/**
+ * Table rows: each figure as gateway ÷ bare Express (the target), ÷ bare
+ * node:http, and ÷ a minimal Nest app (the framework's own floor).
+ */
 function apiRows(label, res) {
   const g = res.gateway;
   const out = [];
-  const add = (metric, unit, f, against, target) => out.push(row(label, `${metric} ÷ ${against === 'express' ? 'Express' : 'node:http'}`, unit, g && f(g), res[against] && f(res[against]), target));
+  const add = (metric, unit, f, against, target) => out.push(row(label, `${metric} ÷ ${NAMES[against]}`, unit, g && f(g), res[against] && f(res[against]), target));
   for (const { key } of WORKLOADS) {
     const target = key === 'publish' || key === 'subscribe' ? { op: '>=', value: 0.9 } : undefined;
     add(`${key} requests`, '/s', (r) => r[key].reqPerSec, 'express', target);
     add(`${key} requests`, '/s', (r) => r[key].reqPerSec, 'node');
+    add(`${key} requests`, '/s', (r) => r[key].reqPerSec, 'nest');
     add(`${key} server CPU per request`, 'µs', (r) => r[key].cpuUsPerReq, 'express');
     add(`${key} server CPU per request`, 'µs', (r) => r[key].cpuUsPerReq, 'node');
+    add(`${key} server CPU per request`, 'µs', (r) => r[key].cpuUsPerReq, 'nest');
   }
   out.push({ ...row(label, 'batch100 publishes (gateway ÷ Express)', '/s', g && g.batch100.reqPerSec * 100, res.express && res.express.batch100.reqPerSec * 100, { op: 'min', value: 100_000 }) });
   out.push(row(label, 'errors (gateway ÷ Express)', 'requests', g && WORKLOADS.reduce((s, w) => s + g[w.key].errors, 0), res.express && WORKLOADS.reduce((s, w) => s + res.express[w.key].errors, 0), { op: '==0' }));

@@ -17,6 +17,7 @@ const SERVERS = {
   baseline: path.join(BENCH, 'baseline', 'server.js'),
   express: path.join(BENCH, 'baseline', 'api-bare.js'),
   node: path.join(BENCH, 'baseline', 'api-bare.js'),
+  nest: path.join(BENCH, 'baseline', 'api-nest.js'),
 };
 /** Arguments of a target's process (the `api` scenario's bare servers share one file). */
 const SERVER_ARGS = { express: ['express'], node: ['node'] };
