@@ -20,6 +20,9 @@ export function readBody(req: Request, limitBytes: number): Promise<RawBody> {
   const contentType = req.headers['content-type'];
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limitBytes) return Promise.reject(new BackendApiError(413));
+  // RFC 9112 §6.3: without Content-Length and Transfer-Encoding a request has no body; nothing to wait for
+  // (the endpoints without a body, e.g. subscribe, are the most called). Node discards an unread stream.
+  if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) return Promise.resolve({ bytes: null, contentType });
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
