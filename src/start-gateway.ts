@@ -39,7 +39,8 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   app.disable('x-powered-by');
   // Ahead of Nest's router, which app.listen() adds: see BackendApiEntryMiddleware.
   const entry = app.get(BackendApiEntryMiddleware);
-  app.use((req: Request, res: Response, next: NextFunction) => (isBackendApiPath(req.url) ? entry.use(req, res, next) : next()));
+  // req.path: the request target's path (also of an absolute-form target), parsed once and cached for the router.
+  app.use((req: Request, res: Response, next: NextFunction) => (isBackendApiPath(req.path) ? entry.use(req, res, next) : next()));
   serveOpenApi(app, openApiDocument(app, config.version)); // SPEC §5: GET /openapi.json, internal listener
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));

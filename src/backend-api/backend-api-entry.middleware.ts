@@ -40,7 +40,7 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
     const count = (method: string, url: string, status: number): void => this.count(endpointLabel(method, url), status);
     this.onFinish = function (this: Response): void {
       forgetInFlight(this.socket, this);
-      count(this.req.method, this.req.originalUrl, this.statusCode);
+      count(this.req.method, (this.req as Request).path, this.statusCode);
     };
   }
 
@@ -48,9 +48,7 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
     trackInFlight(res);
     res.on('finish', this.onFinish);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
-    const url = req.url;
-    const query = url.indexOf('?');
-    const path = query < 0 ? url : url.slice(0, query);
+    const path = req.path;
     if (path.includes('//') || path.endsWith('/')) return writeApiError(res, NOT_FOUND);
     next();
   }

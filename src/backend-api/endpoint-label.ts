@@ -1,10 +1,10 @@
 /**
- * Whether a request URL is the backend API's: `/v1`, `/v1/…` or `/v1?…`
+ * Whether a request path (no query) is the backend API's: `/v1` or `/v1/…`
  * (exact and case-sensitive, SPEC §5). A path test rather than an Express
  * mount path, which would rewrite `req.url` on the way in and out.
  */
-export function isBackendApiPath(url: string): boolean {
-  return url.startsWith('/v1') && (url.length === 3 || url.charCodeAt(3) === 0x2f || url.charCodeAt(3) === 0x3f);
+export function isBackendApiPath(path: string): boolean {
+  return path.startsWith('/v1') && (path.length === 3 || path.charCodeAt(3) === 0x2f);
 }
 
 /**

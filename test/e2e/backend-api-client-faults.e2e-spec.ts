@@ -136,3 +136,22 @@ describe('broken or abandoned /v1 bodies are client faults (SPEC §5, issue 11 d
     expect((await api(t.apiUrl, 'POST', '/v1/publish/faults', { ok: true })).status).toBe(204);
   });
 });
+
+describe('the /v1 entry sees every form of request target (SPEC §1, §5)', () => {
+  let t: TestGateway;
+  beforeAll(async () => {
+    t = await startTestGateway({ BACKEND_API_TOKEN: 'secret' });
+  });
+  afterAll(() => t.close());
+
+  it.each([
+    ['origin form', '/v1/publish/x'],
+    ['absolute form', 'http://127.0.0.1/v1/publish/x'],
+    ['absolute form with a query', 'http://127.0.0.1/v1/publish/x?a=1'],
+  ])('checks the token for the %s: 401 without it, 204 with it', async (_form, target) => {
+    const port = Number(new URL(t.apiUrl).port);
+    const request = (auth: string): string => `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`;
+    expect({ target, status: statusOf(await exchange(port, request(''), 'stay')) }).toEqual({ target, status: 401 });
+    expect({ target, status: statusOf(await exchange(port, request('Authorization: Bearer secret\r\n'), 'stay')) }).toEqual({ target, status: 204 });
+  });
+});
