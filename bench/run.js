@@ -24,6 +24,7 @@ const PROFILES = {
     fanout: [{ label: 'fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, afap: { count: 600, inflight: 4 } }],
     lattice: [{ label: 'lattice 1k', n: 1000, warmup: 10, updates: 400, rounds: 5, inflight: 4 }],
     idle: [{ label: 'idle 5k', n: 5000 }],
+    api: [{ label: 'api 32 conns', connections: 32, warmupMs: 1000, durationMs: 5_000, rounds: 5 }],
     cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 20, rounds: 5, publishes: 600, inflight: 4 }],
   },
   full: {
@@ -40,10 +41,13 @@ const PROFILES = {
       { label: 'idle 10k', n: 10_000 },
       { label: 'idle 20k', n: 20_000 },
     ],
+    api: [{ label: 'api 32 conns', connections: 32, warmupMs: 2000, durationMs: 20_000, rounds: 5 }],
     cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 50, rounds: 5, publishes: 2000, inflight: 4 }],
   },
 };
-const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster'];
+const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'api'];
+/** Scenarios run only when named with --only (api: the /v1 throughput of issue 12, its own targets). */
+const ON_REQUEST = new Set(['api']);
 
 function parseArgs(argv) {
   const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false };
@@ -60,10 +64,10 @@ function parseArgs(argv) {
     else if (a === '--workers') args.workers = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster] [--cpu-prof] [--pin] [--workers N]\n' +
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,api] [--cpu-prof] [--pin] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
           '  --check     exit 1 when a target of issue 6 is missed (or a scenario was skipped)\n' +
-          '  --only      run only these scenarios\n' +
+          '  --only      run only these scenarios (api runs only when named)\n' +
           '  --cpu-prof  CPU-profile both servers during the measured rounds and heap-snapshot them in idle;\n' +
           '              summaries are printed, files go to bench/results/prof-<timestamp>/\n' +
           '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +
@@ -89,7 +93,7 @@ function parseArgs(argv) {
 const SERVER_SPARE_FILES = 512;
 
 function filesFor(name, cfg, workers) {
-  const n = name === 'connect' ? Math.ceil((cfg.count * (cfg.rounds + 1)) / cfg.rounds) + cfg.warmup : name === 'rpc' ? cfg.connections : cfg.n;
+  const n = name === 'connect' ? Math.ceil((cfg.count * (cfg.rounds + 1)) / cfg.rounds) + cfg.warmup : name === 'rpc' || name === 'api' ? cfg.connections : cfg.n;
   return { n, files: Math.max(n + SERVER_SPARE_FILES, Math.ceil(n / workers) + 256) };
 }
 
@@ -146,7 +150,7 @@ function tooManyFiles(name, cfg, workers, limit) {
 
 function planFor(args) {
   const profile = PROFILES[args.profile];
-  return ORDER.filter((name) => args.only === null || args.only.includes(name)).map((name) => [name, profile[name]]);
+  return ORDER.filter((name) => (args.only === null ? !ON_REQUEST.has(name) : args.only.includes(name))).map((name) => [name, profile[name]]);
 }
 
 function machine() {

@@ -10,6 +10,7 @@ const http = require('node:http');
 const path = require('node:path');
 const { startUpstream, startServer, startWorkers, memoryOf, cpuOf, sleep } = require('./lib/stack');
 const { latency, row } = require('./lib/report');
+const { api, apiRows } = require('./api-scenario');
 
 const now = () => performance.timeOrigin + performance.now();
 const PAD = 'p'.repeat(56); // makes a published JSON body of ~100 bytes
@@ -19,11 +20,11 @@ let ipBase = 0; // a fresh 127.<ipBase>.x.y source range per stack: no port reus
 
 // ---- plumbing ---------------------------------------------------------------
 
-async function startStack(target, opts) {
+async function startStack(target, opts, def = {}) {
   const stack = { target, upstream: await startUpstream(), server: null, workers: [], ipBase: (ipBase = (ipBase % 250) + 1) };
   try {
     if (target !== 'limit') stack.server = await startServer(target, stack.upstream.url);
-    stack.workers = await startWorkers(opts.workers);
+    stack.workers = await startWorkers(def.workers || opts.workers, def.workerFile);
   } catch (err) {
     await stopStack(stack);
     throw err;
@@ -56,7 +57,7 @@ async function runScenario(def, targets, cfg, opts) {
       // Idle measures memory, which is per process: the two set-ups run side by side to save time.
       const t0 = Date.now();
       log(`  ${cfg.label} · ${targets.join(' + ')} side by side … `);
-      await Promise.all(targets.map(async (t) => (stacks[t] = await (def.startStack ?? startStack)(t, opts))));
+      await Promise.all(targets.map(async (t) => (stacks[t] = await (def.startStack ? def.startStack(t, opts) : startStack(t, opts, def)))));
       await Promise.all(targets.map(async (t) => (state[t] = await def.setup(stacks[t], cfg, opts))));
       log(`${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
@@ -65,7 +66,7 @@ async function runScenario(def, targets, cfg, opts) {
       if (def.isSetupParallel) continue;
       const t0 = Date.now();
       log(`  ${cfg.label} · ${t} setup … `);
-      stacks[t] = await (def.startStack ?? startStack)(t, opts);
+      stacks[t] = await (def.startStack ? def.startStack(t, opts) : startStack(t, opts, def));
       state[t] = await def.setup(stacks[t], cfg, opts);
       log(`${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
@@ -400,6 +401,8 @@ function rows(name, label, res) {
   const out = [];
   const add = (metric, unit, f, target) => out.push(row(label, metric, unit, pick(g, f), pick(b, f), target));
   switch (name) {
+    case 'api':
+      return apiRows(label, res);
     case 'fanout':
       add('paced delivered', 'msg/s', (r) => r.paced.deliveredPerSec);
       add('paced p50', 'ms', (r) => r.paced.p50);
@@ -464,7 +467,7 @@ function rows(name, label, res) {
   return out;
 }
 
-const DEFS = { fanout, rpc, idle, connect, lattice, cluster: require('./cluster-scenario').clusterScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) };
+const DEFS = { fanout, rpc, idle, connect, lattice, api, cluster: require('./cluster-scenario').clusterScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) };
 
 /**
  * Run scenario `name` with config `cfg` on the baseline and the gateway (and
@@ -472,7 +475,7 @@ const DEFS = { fanout, rpc, idle, connect, lattice, cluster: require('./cluster-
  * node ("baseline") and two nodes on Redis ("gateway").
  */
 function run(name, cfg, opts) {
-  const targets = name === 'rpc' ? ['baseline', 'gateway', 'limit'] : ['baseline', 'gateway'];
+  const targets = DEFS[name].targets || (name === 'rpc' ? ['baseline', 'gateway', 'limit'] : ['baseline', 'gateway']);
   return runScenario(DEFS[name], targets, cfg, opts);
 }
 

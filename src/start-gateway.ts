@@ -1,11 +1,15 @@
 import { Logger, LoggerService } from '@nestjs/common';
 import { NestFactory } from '@nestjs/core';
-import { NestExpressApplication } from '@nestjs/platform-express';
+import { ExpressAdapter, NestExpressApplication } from '@nestjs/platform-express';
+import express from 'express';
 import type { Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import type { NextFunction, Request, Response } from 'express';
 import { AppModule } from './app.module';
 import { BackendApiEntryMiddleware } from './backend-api/backend-api-entry.middleware';
+import { answerInFlight } from './backend-api/client-fault';
+import { isBackendApiPath } from './backend-api/endpoint-label';
+import { openApiDocument, serveOpenApi } from './backend-api/openapi-document';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
 import { PublicListener } from './gateway/public-listener';
@@ -26,7 +30,7 @@ export interface RunningGateway {
  * by the e2e harness, so tests run exactly what production runs.
  */
 export async function startGateway(config: GatewayConfig, logger?: LoggerService): Promise<RunningGateway> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), {
+  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new ExpressAdapter(exactRoutingExpress()), {
     bodyParser: false, // /v1 bodies are parsed by our own pipe with SPEC limits and messages
     logger: logger ?? new JsonLogger(config.log.level, config.log.format),
     abortOnError: false,
@@ -35,7 +39,9 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   app.disable('x-powered-by');
   // Ahead of Nest's router, which app.listen() adds: see BackendApiEntryMiddleware.
   const entry = app.get(BackendApiEntryMiddleware);
-  app.use('/v1', (req: Request, res: Response, next: NextFunction) => entry.use(req, res, next));
+  // req.path: the request target's path (also of an absolute-form target), parsed once and cached for the router.
+  app.use((req: Request, res: Response, next: NextFunction) => (isBackendApiPath(req.path) ? entry.use(req, res, next) : next()));
+  serveOpenApi(app, openApiDocument(app, config.version)); // SPEC §5: GET /openapi.json, internal listener
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));
   const shutdown = app.get(ShutdownService);
@@ -69,6 +75,18 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
 }
 
 /**
+ * SPEC §5: paths are matched exactly (case-sensitive, no trailing-slash folding).
+ * Express reads these settings once, when its router is created, which
+ * ExpressAdapter's constructor already does: so they are set on our own instance.
+ */
+function exactRoutingExpress(): express.Express {
+  const instance = express();
+  instance.set('case sensitive routing', true);
+  instance.set('strict routing', true);
+  return instance;
+}
+
+/**
  * SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported
  * method, and so does a path with raw bytes outside the allowed sets.
  */
@@ -77,5 +95,7 @@ const NOT_FOUND_PARSE_ERRORS = new Set(['HPE_INVALID_METHOD', 'HPE_INVALID_URL']
 function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
   if (!socket.writable) return void socket.destroy();
   const status = NOT_FOUND_PARSE_ERRORS.has(err.code ?? '') ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
+  // SPEC §5: in the middle of a /v1 request (a broken body), answer through it so it is counted.
+  if (answerInFlight(socket, Number(status.slice(0, 3)), err.code)) return;
   socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

@@ -15,14 +15,15 @@ function latency(samples) {
 
 /**
  * One table row: a metric measured on both servers.
- * target: {op: '>=' | '<=' | '==0', value} — '>='/'<=' on the ratio gateway ÷ baseline,
- * '==0' on both absolute values (losses).
+ * target: {op: '>=' | '<=' | '==0' | 'min', value} — '>='/'<=' on the ratio gateway ÷ baseline,
+ * '==0' on both absolute values (losses), 'min' on the gateway's absolute value.
  */
 function row(scenario, metric, unit, gateway, baseline, target) {
   const ratio = typeof gateway === 'number' && typeof baseline === 'number' && baseline !== 0 ? gateway / baseline : null;
   let pass = null;
   if (target) {
     if (target.op === '==0') pass = gateway === 0 && (baseline === 0 || baseline === undefined);
+    else if (target.op === 'min') pass = typeof gateway === 'number' && gateway >= target.value;
     else if (ratio === null) pass = false;
     else pass = target.op === '>=' ? ratio >= target.value : ratio <= target.value;
   }
@@ -30,6 +31,7 @@ function row(scenario, metric, unit, gateway, baseline, target) {
 }
 
 function targetText(t) {
+  if (t.op === 'min') return `≥ ${t.value.toLocaleString('en-US')}`;
   return t.op === '==0' ? '= 0' : `${t.op === '>=' ? '≥' : '≤'} ${t.value}×`;
 }
 

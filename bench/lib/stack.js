@@ -15,7 +15,12 @@ const PROBE = path.join(BENCH, 'probe.js');
 const SERVERS = {
   gateway: path.join(ROOT, 'dist', 'main.js'),
   baseline: path.join(BENCH, 'baseline', 'server.js'),
+  express: path.join(BENCH, 'baseline', 'api-bare.js'),
+  node: path.join(BENCH, 'baseline', 'api-bare.js'),
+  nest: path.join(BENCH, 'baseline', 'api-nest.js'),
 };
+/** Arguments of a target's process (the `api` scenario's bare servers share one file). */
+const SERVER_ARGS = { express: ['express'], node: ['node'] };
 /** Env of ours or the user's that would change what the gateway does; never passed on. */
 const DROPPED_ENV = ['GATEWAY_CONFIG', 'BACKEND_API_TOKEN', 'REDIS_URL', 'WS_PATH', 'ALLOWED_ORIGINS', 'REQUEST_ID_HEADER'];
 
@@ -185,7 +190,7 @@ async function startServerOnce(target, upstreamUrl, extraEnv) {
     LOG_LEVEL: 'error',
     ...extraEnv,
   });
-  const proc = fork(SERVERS[target], [], { env, execArgv: ['--expose-gc', '-r', PROBE], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const proc = fork(SERVERS[target], SERVER_ARGS[target] || [], { env, execArgv: ['--expose-gc', '-r', PROBE], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const child = new Child(proc, target);
   pin(proc.pid, placement.server);
   child.url = `ws://127.0.0.1:${port}/`;
@@ -199,10 +204,10 @@ async function startServerOnce(target, upstreamUrl, extraEnv) {
   return child;
 }
 
-async function startWorkers(count) {
+async function startWorkers(count, file = 'load-worker.js') {
   const workers = [];
   for (let i = 0; i < count; i++) {
-    const proc = fork(path.join(BENCH, 'load-worker.js'), [], {
+    const proc = fork(path.join(BENCH, file), [], {
       env: { ...process.env, BENCH_WORKER_INDEX: String(i) },
       stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
     });

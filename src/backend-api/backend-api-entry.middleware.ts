@@ -4,6 +4,7 @@ import { timingSafeEqual } from 'node:crypto';
 import { GatewayConfig } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { BackendApiError, writeApiError } from './backend-api.error';
+import { forgetInFlight, trackInFlight } from './client-fault';
 import { endpointLabel } from './endpoint-label';
 
 const BEARER = /^bearer\s+(.+)$/i;
@@ -14,7 +15,8 @@ const NOT_FOUND = new BackendApiError(404);
  * Where every /v1 request enters, mounted on Express ahead of Nest's router
  * (startGateway), so it runs even when a route cannot be matched or its path
  * cannot be decoded (`%zz`). In order:
- * 1. counts the answer, once finished, by endpoint shape and status (SPEC §10);
+ * 1. counts the answer, once finished, by endpoint shape and status (SPEC §10),
+ *    and keeps it as its socket's request in progress (answerInFlight);
  * 2. SPEC §1 [ext]: with BACKEND_API_TOKEN set, `Authorization: Bearer <token>`
  *    is required (constant-time compare): 401 before 404, 400 and 413;
  * 3. SPEC §5: an empty path part is a 404 (Express routes are not strict, so
@@ -27,20 +29,27 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   private readonly expected: Buffer | null;
   /** Counter children by `<endpoint> <status>`, bound on first use (a bounded set). */
   private readonly counters = new Map<string, { inc(): void }>();
+  /** One 'finish' listener for every response (no closure per request): counts it, ends its in-flight mark. */
+  private readonly onFinish: (this: Response) => void;
 
   constructor(
     config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
   ) {
     this.expected = config.backendApiToken === null ? null : Buffer.from(config.backendApiToken);
+    const count = (method: string, url: string, status: number): void => this.count(endpointLabel(method, url), status);
+    this.onFinish = function (this: Response): void {
+      forgetInFlight(this.socket, this);
+      count(this.req.method, (this.req as Request).path, this.statusCode);
+    };
   }
 
   use(req: Request, res: Response, next: NextFunction): void {
-    const path = req.originalUrl.split('?')[0];
-    const endpoint = endpointLabel(req.method, path);
-    res.once('finish', () => this.count(endpoint, res.statusCode));
+    trackInFlight(res);
+    res.on('finish', this.onFinish);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
-    if (path.slice(1).split('/').includes('')) return writeApiError(res, NOT_FOUND);
+    const path = req.path;
+    if (path.includes('//') || path.endsWith('/')) return writeApiError(res, NOT_FOUND);
     next();
   }
 

@@ -2,6 +2,7 @@ import { ArgumentsHost, Catch, ExceptionFilter, HttpException, Logger } from '@n
 import type { Response } from 'express';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { BackendApiError, writeApiError } from './backend-api.error';
+import { canAnswer } from './client-fault';
 
 /**
  * The internal listener's only error writer (SPEC §5): 404/403/401 with an
@@ -14,7 +15,8 @@ export class BackendApiFilter implements ExceptionFilter {
 
   catch(exception: unknown, host: ArgumentsHost): void {
     const res = host.switchToHttp().getResponse<Response>();
-    if (res.headersSent) return;
+    // A client that left (or broke its request) gets nothing, and nothing is counted as sent (SPEC §5).
+    if (!canAnswer(res)) return;
     if (exception instanceof BackendApiError) return writeApiError(res, exception);
     // SPEC §11: the node(s) the call needs cannot be reached now; the caller may retry.
     if (exception instanceof ClusterUnavailableError) return writeApiError(res, new BackendApiError(503, exception.code, exception.message));

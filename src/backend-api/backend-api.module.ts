@@ -5,7 +5,9 @@ import { PubSubModule } from '../pubsub/pubsub.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { BackendApiEntryMiddleware } from './backend-api-entry.middleware';
 import { BackendApiFilter } from './backend-api.filter';
-import { JsonBodyPipe, LatticeBodyPipe, NoBodyPipe, UserListPipe } from './body.pipes';
+import { BatchController } from './batch.controller';
+import { BatchService } from './batch.service';
+import { BatchBodyPipe, JsonBodyPipe, LatticeBodyPipe, NoBodyPipe, UserListPipe } from './body.pipes';
 import { LatticesController } from './lattices.controller';
 import { PublishController } from './publish.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -14,7 +16,7 @@ import { UsersController } from './users.controller';
 /** The backend API `/v1` on the internal listener (seed §4.2–4.3, SPEC §5). */
 @Module({
   imports: [PubSubModule, LatticeModule, UsersLatticeModule],
-  controllers: [SubscriptionsController, PublishController, LatticesController, UsersController],
-  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendApiEntryMiddleware, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe],
+  controllers: [SubscriptionsController, PublishController, LatticesController, UsersController, BatchController],
+  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendApiEntryMiddleware, BatchService, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe, BatchBodyPipe],
 })
 export class BackendApiModule {}

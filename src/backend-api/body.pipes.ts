@@ -3,7 +3,8 @@ import type { Request } from 'express';
 import { GatewayConfig } from '../config/gateway-config';
 import { parseLatticeBody, LatticeBody } from '../lattice/lattice-body';
 import { isValidUserId } from '../protocol/identifiers';
-import { badRequest } from './backend-api.error';
+import { BackendApiError, badRequest } from './backend-api.error';
+import { BatchCommand, parseBatchEnvelope } from './batch-envelope';
 import { RawBody, readBody } from './raw-body';
 
 /**
@@ -22,8 +23,7 @@ export class NoBodyPipe implements PipeTransform<Request, Promise<void>> {
   constructor(private readonly config: GatewayConfig) {}
 
   async transform(req: Request): Promise<void> {
-    const body = await readBody(req, this.config.limits.maxPayloadBytes);
-    if (body.bytes !== null) throw badRequest('unexpected_body', 'this endpoint takes no request body');
+    checkNoBody((await readBody(req, this.config.limits.maxPayloadBytes)).bytes !== null);
   }
 }
 
@@ -49,11 +49,7 @@ export class LatticeBodyPipe implements PipeTransform<Request, Promise<LatticeBo
   constructor(private readonly json: JsonBodyPipe) {}
 
   async transform(req: Request): Promise<LatticeBody> {
-    const { value } = await this.json.transform(req);
-    if (nestedDeeperThan(value, MAX_LATTICE_DEPTH)) throw badRequest('invalid_lattice', `body: nested deeper than ${MAX_LATTICE_DEPTH} levels`);
-    const result = parseLatticeBody(value);
-    if (!result.ok) throw badRequest('invalid_lattice', result.message);
-    return result.value;
+    return latticeBodyOf((await this.json.transform(req)).value);
   }
 }
 
@@ -63,16 +59,55 @@ export class UserListPipe implements PipeTransform<Request, Promise<string[]>> {
   constructor(private readonly json: JsonBodyPipe) {}
 
   async transform(req: Request): Promise<string[]> {
-    const { value } = await this.json.transform(req);
-    if (!Array.isArray(value)) throw badRequest('invalid_users', 'body must be a JSON array of user ids');
-    const at = value.findIndex((userId) => !isValidUserId(userId));
-    if (at >= 0) throw badRequest('invalid_users', `[${at}]: user id must be a string matching [A-Za-z0-9:_/-]{1,256}`);
-    return value as string[];
+    return userListOf((await this.json.transform(req)).value);
   }
 }
 
+/** `POST /v1/batch`: a JSON body (as endpoint 3's) holding a valid envelope (SPEC §5). */
+@Injectable()
+export class BatchBodyPipe implements PipeTransform<Request, Promise<BatchCommand[]>> {
+  constructor(
+    private readonly json: JsonBodyPipe,
+    private readonly config: GatewayConfig,
+  ) {}
+
+  async transform(req: Request): Promise<BatchCommand[]> {
+    return parseBatchEnvelope((await this.json.transform(req)).value, this.config.limits.batchMaxCommands);
+  }
+}
+
+/*
+ * The checks below are the pipes' own, shared with POST /v1/batch, whose
+ * commands carry already parsed JSON bodies (SPEC §5: checked exactly as the
+ * single endpoint would be).
+ */
+
+/** Endpoints 1, 2, 5, 9: 400 when a body is present. */
+export function checkNoBody(hasBody: boolean): void {
+  if (hasBody) throw badRequest('unexpected_body', 'this endpoint takes no request body');
+}
+
+/** Endpoints 3, 4, 6, 7, 8 without a body. */
+export const missingBody = (): BackendApiError => badRequest('missing_body', 'a JSON request body is required');
+
+/** Endpoints 4 and 6: lattice content (SPEC §6.4) of a parsed JSON body, else 400. */
+export function latticeBodyOf(value: unknown): LatticeBody {
+  if (nestedDeeperThan(value, MAX_LATTICE_DEPTH)) throw badRequest('invalid_lattice', `body: nested deeper than ${MAX_LATTICE_DEPTH} levels`);
+  const result = parseLatticeBody(value);
+  if (!result.ok) throw badRequest('invalid_lattice', result.message);
+  return result.value;
+}
+
+/** Endpoints 7 and 8: a parsed JSON body that is an array of valid user ids, else 400. */
+export function userListOf(value: unknown): string[] {
+  if (!Array.isArray(value)) throw badRequest('invalid_users', 'body must be a JSON array of user ids');
+  const at = value.findIndex((userId) => !isValidUserId(userId));
+  if (at >= 0) throw badRequest('invalid_users', `[${at}]: user id must be a string matching [A-Za-z0-9:_/-]{1,256}`);
+  return value as string[];
+}
+
 function jsonBodyOf(body: RawBody): JsonBody {
-  if (body.bytes === null) throw badRequest('missing_body', 'a JSON request body is required');
+  if (body.bytes === null) throw missingBody();
   if (body.contentType === undefined || !JSON_CONTENT_TYPE.test(body.contentType.trim())) {
     throw badRequest('unsupported_content_type', 'Content-Type must be application/json (charset utf-8 if any)');
   }

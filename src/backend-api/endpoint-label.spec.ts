@@ -11,6 +11,8 @@ describe(endpointLabel.name, () => {
     ['PUT', '/v1/connection/c1/users', 'users_subscribe'],
     ['DELETE', '/v1/connection/c1/users', 'users_unsubscribe'],
     ['PUT', '/v1/user/u/users', 'user_users'],
+    ['POST', '/v1/batch', 'batch'],
+    ['POST', '/v1/batch/x', 'unknown'],
     ['GET', '/vvvv', 'unknown'],
     ['PUT', '/v1/connection/c1/other', 'unknown'],
   ])('labels %s %s as %s', (method, path, label) => {

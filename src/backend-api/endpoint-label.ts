@@ -1,20 +1,38 @@
 /**
+ * Whether a request path (no query) is the backend API's: `/v1` or `/v1/…`
+ * (exact and case-sensitive, SPEC §5). A path test rather than an Express
+ * mount path, which would rewrite `req.url` on the way in and out.
+ */
+export function isBackendApiPath(path: string): boolean {
+  return path.startsWith('/v1') && (path.length === 3 || path.charCodeAt(3) === 0x2f);
+}
+
+/**
  * The bounded `endpoint` label of gateway_backend_api_requests_total (SPEC §10):
  * the seed's endpoint shape, never a topic, namespace, cid or user id.
  */
-export function endpointLabel(method: string, path: string): string {
-  const parts = path.split('?')[0].split('/');
-  // ['', 'v1', kind, ...]
-  if (parts[1] !== 'v1') return 'unknown';
-  const kind = parts[2];
+export function endpointLabel(method: string, url: string): string {
+  // Segments read in place (this runs on every request): '/v1/<kind>/<cid>/<sub>/…'
+  const end = url.indexOf('?');
+  const path = end < 0 ? url : url.slice(0, end);
+  if (!path.startsWith('/v1/')) return 'unknown';
+  const kind = segmentAt(path, 4);
   if (kind === 'publish') return 'publish';
   if (kind === 'lattice') return 'lattice_update';
   if (kind === 'user') return 'user_users';
+  if (kind === 'batch' && path.length === 9) return 'batch';
   if (kind !== 'connection') return 'unknown';
-  const sub = parts[4];
+  const cidEnd = path.indexOf('/', 15);
+  const sub = cidEnd < 0 ? undefined : segmentAt(path, cidEnd + 1);
   const action = method === 'DELETE' ? 'unsubscribe' : 'subscribe';
   if (sub === 'subscriptions') return `topic_${action}`;
   if (sub === 'lattices') return `lattice_${action}`;
   if (sub === 'users') return `users_${action}`;
   return 'unknown';
+}
+
+/** The path segment starting at `from`, up to the next `/` or the end. */
+function segmentAt(path: string, from: number): string {
+  const end = path.indexOf('/', from);
+  return end < 0 ? path.slice(from) : path.slice(from, end);
 }

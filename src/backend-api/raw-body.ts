@@ -1,6 +1,7 @@
 import { ExecutionContext, createParamDecorator } from '@nestjs/common';
 import type { Request } from 'express';
 import { BackendApiError } from './backend-api.error';
+import { incompleteBody } from './client-fault';
 
 /** The request body as read from the socket: null when there is none. */
 export interface RawBody {
@@ -19,6 +20,9 @@ export function readBody(req: Request, limitBytes: number): Promise<RawBody> {
   const contentType = req.headers['content-type'];
   const declared = req.headers['content-length'];
   if (declared !== undefined && Number(declared) > limitBytes) return Promise.reject(new BackendApiError(413));
+  // RFC 9112 §6.3: without Content-Length and Transfer-Encoding a request has no body; nothing to wait for
+  // (the endpoints without a body, e.g. subscribe, are the most called). Node discards an unread stream.
+  if ((declared === undefined || declared === '0') && req.headers['transfer-encoding'] === undefined) return Promise.resolve({ bytes: null, contentType });
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -29,7 +33,9 @@ export function readBody(req: Request, limitBytes: number): Promise<RawBody> {
       reject(new BackendApiError(413));
     };
     req.on('data', onData);
-    req.on('end', () => resolve({ bytes: size === 0 ? null : Buffer.concat(chunks, size), contentType }));
-    req.on('error', reject);
+    req.on('end', () => resolve({ bytes: size === 0 ? null : chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size), contentType }));
+    // SPEC §5: a body cut off, malformed or abandoned is the client's fault (400), never a 500.
+    // (Node emits 'error' on an aborted request only when it has a listener: this one.)
+    req.on('error', () => reject(incompleteBody()));
   });
 }

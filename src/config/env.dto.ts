@@ -41,6 +41,7 @@ export class EnvDto {
   @Expose() @IsByteSize() MAX_FRAME_BYTES: string = '1MiB';
   @Expose() @IsByteSize() MAX_PAYLOAD_BYTES: string = '10MiB';
   @Expose() @IsByteSize() CLIENT_QUEUE_MAX_BYTES: string = '4MiB';
+  @Expose() @IsWholeNumber(1) BATCH_MAX_COMMANDS: string = '1000';
 
   @Expose() @IsDuration() NEW_CONNECTION_IDLE_TIMEOUT: string = '60s';
   @Expose() @IsDuration() CLIENT_MIN_IDLE_TIMEOUT: string = '1s';

@@ -73,6 +73,8 @@ export interface Limits {
   readonly maxConnections: number;
   readonly maxFrameBytes: number;
   readonly maxPayloadBytes: number;
+  /** BATCH_MAX_COMMANDS: most commands in one `POST /v1/batch` (SPEC §5). */
+  readonly batchMaxCommands: number;
   readonly clientQueueMaxBytes: number;
 }
 

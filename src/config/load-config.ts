@@ -196,6 +196,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
       maxConnections: whole(env.MAX_CONNECTIONS),
       maxFrameBytes: bytes(env.MAX_FRAME_BYTES),
       maxPayloadBytes: bytes(env.MAX_PAYLOAD_BYTES),
+      batchMaxCommands: whole(env.BATCH_MAX_COMMANDS),
       clientQueueMaxBytes: bytes(env.CLIENT_QUEUE_MAX_BYTES),
     },
     sessions: {

@@ -1,38 +1,29 @@
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { ApiResponse, api, chunked } from './harness/http';
 import { rawStatusLine } from './harness/raw-http';
+import {
+  BODY_ENDPOINTS,
+  CID_ENDPOINTS,
+  ENDPOINTS,
+  INVALID_LATTICE_ROWS,
+  INVALID_USERS_ROWS,
+  KIB,
+  MALFORMED_CIDS,
+  Method,
+  NOT_FOUND_PATHS,
+  NO_BODY_ENDPOINTS,
+  OVERSIZED,
+  PathOf,
+  RESERVED_NAMESPACE_ROWS,
+  UNSUPPORTED_METHOD_ROUTES,
+  WELL_FORMED_UNKNOWN_ROWS,
+  acceptedBody,
+} from './backend-api-rows';
 
 /**
  * SPEC §5 status codes and body shapes of the backend API (seed §4.2–4.4, §7),
  * against the real internal listener.
  */
-
-type Method = 'GET' | 'HEAD' | 'POST' | 'PUT' | 'DELETE' | 'PATCH';
-
-/** A path built from the real connection id of the test's client. */
-type PathOf = (cid: string) => string;
-
-const KIB = 1024;
-const OVERSIZED = JSON.stringify({ text: 'x'.repeat(2 * KIB) });
-
-/** The nine endpoints, each with a body it accepts (undefined: none). */
-const ENDPOINTS: ReadonlyArray<{ n: number; method: Method; path: PathOf; body?: unknown }> = [
-  { n: 1, method: 'PUT', path: (cid) => `/v1/connection/${cid}/subscriptions/room/1` },
-  { n: 3, method: 'POST', path: () => '/v1/publish/room/1', body: { text: 'hi' } },
-  { n: 2, method: 'DELETE', path: (cid) => `/v1/connection/${cid}/subscriptions/room/1` },
-  { n: 4, method: 'PUT', path: (cid) => `/v1/connection/${cid}/lattices/ns/1`, body: { shared: { k: { n_counter: 1 } }, private: { u1: { k: {} } } } },
-  { n: 6, method: 'POST', path: () => '/v1/lattice/ns/1', body: { shared: { k: { n_counter: 2 } } } },
-  { n: 5, method: 'DELETE', path: (cid) => `/v1/connection/${cid}/lattices/ns/1` },
-  { n: 7, method: 'PUT', path: (cid) => `/v1/connection/${cid}/users`, body: ['u2', 'team:a/b-c_d'] },
-  { n: 8, method: 'PUT', path: () => '/v1/user/u1/users', body: ['u3'] },
-  { n: 9, method: 'DELETE', path: (cid) => `/v1/connection/${cid}/users` },
-];
-
-/** A body each method+path accepts, so that a 404 can only come from the path or the method. */
-function acceptedBody(method: string, path: string): unknown {
-  if (method !== 'PUT' && method !== 'POST' && method !== 'PATCH') return undefined;
-  return path.endsWith('/users') ? ['u2'] : {};
-}
 
 /** 404, 403 and 401 carry no body at all (SPEC §5). */
 function expectEmpty(res: ApiResponse, status: number, what: string): void {
@@ -80,63 +71,13 @@ describe('backend API validation (SPEC §5)', () => {
       expect(await client.next()).toEqual(['message', { topic: 'a.b' }, { n: 1 }]);
     });
 
-    it.each([
-      ['a well-formed unknown cid on endpoint 1', 'PUT', '/v1/connection/Zz_unknown-cid/subscriptions/t', undefined],
-      ['a well-formed unknown cid on endpoint 2', 'DELETE', '/v1/connection/Zz_unknown-cid/subscriptions/t', undefined],
-      ['a well-formed unknown cid on endpoint 4', 'PUT', '/v1/connection/Zz_unknown-cid/lattices/ns', {}],
-      ['a well-formed unknown cid on endpoint 5', 'DELETE', '/v1/connection/Zz_unknown-cid/lattices/ns', undefined],
-      ['a well-formed unknown cid on endpoint 7', 'PUT', '/v1/connection/Zz_unknown-cid/users', ['u1']],
-      ['a well-formed unknown cid on endpoint 9', 'DELETE', '/v1/connection/Zz_unknown-cid/users', undefined],
-      ['a 64-character cid', 'PUT', `/v1/connection/${'a'.repeat(64)}/subscriptions/t`, undefined],
-      ['an unknown user on endpoint 8', 'PUT', '/v1/user/nobody:here/users', ['u1']],
-      ['a topic nobody subscribed to', 'POST', '/v1/publish/nobody/listens', 1],
-      ['a namespace nobody subscribed to', 'POST', '/v1/lattice/empty_ns', {}],
-      ['the namespace `gateway` without a slash', 'POST', '/v1/lattice/gateway', {}],
-    ])('answers 204 to %s', async (_what, method, path, body) => {
+    it.each(WELL_FORMED_UNKNOWN_ROWS)('answers 204 to %s', async (_what, method, path, body) => {
       const res = await call(method, path, body);
       expect({ status: res.status, text: res.text }).toEqual({ status: 204, text: '' });
     });
   });
 
   describe('404 with an empty body', () => {
-    const NOT_FOUND_PATHS: ReadonlyArray<[string, PathOf]> = [
-      ['empty', () => ''],
-      ['/', () => '/'],
-      ['/vvvv', () => '/vvvv'],
-      ['/v1', () => '/v1'],
-      ['/v1/', () => '/v1/'],
-      ['/v1/connection', () => '/v1/connection'],
-      ['/v1/connection/', () => '/v1/connection/'],
-      ['/v1/connection/<cid>', (cid) => `/v1/connection/${cid}`],
-      ['/v1/connection/<cid>/', (cid) => `/v1/connection/${cid}/`],
-      ['/v1/connection/<cid>/invalid-method', (cid) => `/v1/connection/${cid}/invalid-method`],
-      ['/v1/connection/<cid>/subscriptions', (cid) => `/v1/connection/${cid}/subscriptions`],
-      ['/v1/connection/<cid>/subscriptions/', (cid) => `/v1/connection/${cid}/subscriptions/`],
-      ['/v1/connection/<cid>/subscriptions/some.topic', (cid) => `/v1/connection/${cid}/subscriptions/some.topic`],
-      ['/v1/connection/<cid>/subscriptions/a//b', (cid) => `/v1/connection/${cid}/subscriptions/a//b`],
-      ['/v1/connection/<cid>/subscriptions/a/', (cid) => `/v1/connection/${cid}/subscriptions/a/`],
-      ['/v1/connection/<cid>/lattices', (cid) => `/v1/connection/${cid}/lattices`],
-      ['/v1/connection/<cid>/lattices/', (cid) => `/v1/connection/${cid}/lattices/`],
-      ['/v1/connection/<cid>/lattices/invalid.namespace', (cid) => `/v1/connection/${cid}/lattices/invalid.namespace`],
-      ['/v1/connection/<cid>/lattices/a:b (no colon in namespaces)', (cid) => `/v1/connection/${cid}/lattices/a:b`],
-      ['/v1/connection/<cid>/users/', (cid) => `/v1/connection/${cid}/users/`],
-      ['/v1/connection/<cid>/users/extra', (cid) => `/v1/connection/${cid}/users/extra`],
-      ['/v1/publish', () => '/v1/publish'],
-      ['/v1/publish/', () => '/v1/publish/'],
-      ['/v1/publish/invalid.topic', () => '/v1/publish/invalid.topic'],
-      ['/v1/publish/a,b', () => '/v1/publish/a,b'],
-      ['/v1/publish/a%20b', () => '/v1/publish/a%20b'],
-      ['/v1/publish/a%2Eb', () => '/v1/publish/a%2Eb'],
-      ['/v1/publish/caf%C3%A9', () => '/v1/publish/caf%C3%A9'],
-      ['/v1/lattice', () => '/v1/lattice'],
-      ['/v1/lattice/', () => '/v1/lattice/'],
-      ['/v1/lattice/invalid.namespace', () => '/v1/lattice/invalid.namespace'],
-      ['/v1/user', () => '/v1/user'],
-      ['/v1/user/u1', () => '/v1/user/u1'],
-      ['/v1/user/u1/users/', () => '/v1/user/u1/users/'],
-      ['/v1/user/a.b/users', () => '/v1/user/a.b/users'],
-      ['/v2/publish/a', () => '/v2/publish/a'],
-    ];
 
     it.each(NOT_FOUND_PATHS)('answers 404 to %s with every method', async (_name, pathOf) => {
       const path = pathOf(cid);
@@ -145,21 +86,6 @@ describe('backend API validation (SPEC §5)', () => {
       }
     });
 
-    const MALFORMED_CIDS: ReadonlyArray<[string, string]> = [
-      ['65 characters', 'a'.repeat(65)],
-      ['a dot', 'a.b'],
-      ['an escaped space', 'a%20b'],
-      ['a colon', 'a:b'],
-      ['a comma', 'a,b'],
-    ];
-    const CID_ENDPOINTS: ReadonlyArray<[number, Method, (cid: string) => string]> = [
-      [1, 'PUT', (c) => `/v1/connection/${c}/subscriptions/t`],
-      [2, 'DELETE', (c) => `/v1/connection/${c}/subscriptions/t`],
-      [4, 'PUT', (c) => `/v1/connection/${c}/lattices/ns`],
-      [5, 'DELETE', (c) => `/v1/connection/${c}/lattices/ns`],
-      [7, 'PUT', (c) => `/v1/connection/${c}/users`],
-      [9, 'DELETE', (c) => `/v1/connection/${c}/users`],
-    ];
     it.each(MALFORMED_CIDS)('answers 404 to a conn_id with %s on endpoints 1, 2, 4, 5, 7, 9', async (_what, bad) => {
       for (const [n, method, pathOf] of CID_ENDPOINTS) {
         const path = pathOf(bad);
@@ -167,15 +93,7 @@ describe('backend API validation (SPEC §5)', () => {
       }
     });
 
-    const ROUTES: ReadonlyArray<[string, PathOf, Method[]]> = [
-      ['/v1/connection/<cid>/subscriptions/t', (c) => `/v1/connection/${c}/subscriptions/t`, ['GET', 'HEAD', 'POST', 'PATCH']],
-      ['/v1/publish/t', () => '/v1/publish/t', ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH']],
-      ['/v1/connection/<cid>/lattices/ns', (c) => `/v1/connection/${c}/lattices/ns`, ['GET', 'HEAD', 'POST', 'PATCH']],
-      ['/v1/lattice/ns', () => '/v1/lattice/ns', ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH']],
-      ['/v1/connection/<cid>/users', (c) => `/v1/connection/${c}/users`, ['GET', 'HEAD', 'POST', 'PATCH']],
-      ['/v1/user/u1/users', () => '/v1/user/u1/users', ['GET', 'HEAD', 'POST', 'DELETE', 'PATCH']],
-    ];
-    it.each(ROUTES)('answers 404, never 405, to unsupported methods on %s', async (_name, pathOf, methods) => {
+    it.each(UNSUPPORTED_METHOD_ROUTES)('answers 404, never 405, to unsupported methods on %s', async (_name, pathOf, methods) => {
       const path = pathOf(cid);
       for (const method of methods) {
         const res = await call(method, path, acceptedBody(method, path));
@@ -184,7 +102,7 @@ describe('backend API validation (SPEC §5)', () => {
       }
     });
 
-    it.each(ROUTES)('answers 404 to OPTIONS on %s (no automatic Allow answer)', async (_name, pathOf) => {
+    it.each(UNSUPPORTED_METHOD_ROUTES)('answers 404 to OPTIONS on %s (no automatic Allow answer)', async (_name, pathOf) => {
       const path = pathOf(cid);
       const res = await call('OPTIONS', path);
       expectEmpty(res, 404, `OPTIONS ${path}`);
@@ -209,36 +127,17 @@ describe('backend API validation (SPEC §5)', () => {
   });
 
   describe('403 for reserved namespaces', () => {
-    it.each([
-      [4, 'PUT', (c: string) => `/v1/connection/${c}/lattices/gateway/x`, {}],
-      [4, 'PUT', (c: string) => `/v1/connection/${c}/lattices/gateway/user`, {}],
-      [5, 'DELETE', (c: string) => `/v1/connection/${c}/lattices/gateway/x`, undefined],
-      [5, 'DELETE', (c: string) => `/v1/connection/${c}/lattices/gateway/user`, undefined],
-      [6, 'POST', () => '/v1/lattice/gateway/x', {}],
-      [6, 'POST', () => '/v1/lattice/gateway/user', { shared: { k: { n_counter: 1 } } }],
-    ])('endpoint %i (%s) answers 403 with an empty body to a gateway/ namespace', async (n, method, pathOf, body) => {
+    it.each(RESERVED_NAMESPACE_ROWS)('endpoint %i (%s) answers 403 with an empty body to a gateway/ namespace', async (n, method, pathOf, body) => {
       expectEmpty(await call(method, pathOf(cid), body), 403, `endpoint ${n}`);
     });
   });
 
   describe('400 with {"error", "message"}', () => {
-    it.each([
-      [1, 'PUT', (c: string) => `/v1/connection/${c}/subscriptions/t`],
-      [2, 'DELETE', (c: string) => `/v1/connection/${c}/subscriptions/t`],
-      [5, 'DELETE', (c: string) => `/v1/connection/${c}/lattices/ns`],
-      [9, 'DELETE', (c: string) => `/v1/connection/${c}/users`],
-    ])('endpoint %i (%s) refuses a body', async (n, method, pathOf) => {
+    it.each(NO_BODY_ENDPOINTS)('endpoint %i (%s) refuses a body', async (n, method, pathOf) => {
       expectBadRequest(await call(method, pathOf(cid), {}), `endpoint ${n} with {}`);
       expectBadRequest(await call(method, pathOf(cid), 'x', { 'Content-Type': 'text/plain' }), `endpoint ${n} with text`);
     });
 
-    const BODY_ENDPOINTS: ReadonlyArray<[number, Method, PathOf]> = [
-      [3, 'POST', () => '/v1/publish/t'],
-      [4, 'PUT', (c) => `/v1/connection/${c}/lattices/ns`],
-      [6, 'POST', () => '/v1/lattice/ns'],
-      [7, 'PUT', (c) => `/v1/connection/${c}/users`],
-      [8, 'PUT', () => '/v1/user/u1/users'],
-    ];
 
     it.each(BODY_ENDPOINTS)('endpoint %i (%s) requires a body', async (n, method, pathOf) => {
       expectBadRequest(await call(method, pathOf(cid)), `endpoint ${n} without body`);
@@ -268,28 +167,7 @@ describe('backend API validation (SPEC §5)', () => {
       expectBadRequest(await call(method, pathOf(cid), invalidUtf8), `endpoint ${n} with invalid UTF-8`);
     });
 
-    it.each([
-      ['an array', []],
-      ['a string', 'x'],
-      ['null', null],
-      ['shared not an object', { shared: [] }],
-      ['private not an object', { private: 'u1' }],
-      ['a key outside the key set', { shared: { 'a b': {} } }],
-      ['a variable without a known suffix', { shared: { k: { n: 1 } } }],
-      ['a bad variable suffix', { shared: { k: { n_count: 1 } } }],
-      ['a variable name starting with a digit', { shared: { k: { '1n_counter': 1 } } }],
-      ['a negative counter', { shared: { k: { n_counter: -1 } } }],
-      ['a fractional counter', { shared: { k: { n_counter: 1.5 } } }],
-      ['an unsafe counter', { shared: { k: { n_counter: 2 ** 53 } } }],
-      ['a set that is not an array of strings', { shared: { k: { s_set: [1] } } }],
-      ['a register that is not a pair', { shared: { k: { r_register: 1 } } }],
-      ['a register with a negative version', { shared: { k: { r_register: [-1, 'x'] } } }],
-      ['expires_in under shared', { shared: { k: { expires_in: '10s' } } }],
-      ['a non-string expires_in', { private: { u1: { k: { expires_in: 10 } } } }],
-      ['an unparsable expires_in', { private: { u1: { k: { expires_in: 'soon' } } } }],
-      ['a private user id outside the set', { private: { 'a.b': { k: {} } } }],
-      ['a private entry that is not an object', { private: { u1: { k: 1 } } }],
-    ])('lattice endpoints 4 and 6 refuse %s', async (what, body) => {
+    it.each(INVALID_LATTICE_ROWS)('lattice endpoints 4 and 6 refuse %s', async (what, body) => {
       for (const [method, path] of [['PUT', `/v1/connection/${cid}/lattices/ns`], ['POST', '/v1/lattice/ns']]) {
         expectBadRequest(await call(method, path, JSON.stringify(body)), `${method} ${path} with ${what}`);
       }
@@ -313,16 +191,7 @@ describe('backend API validation (SPEC §5)', () => {
       expect({ status: res.status, text: res.text }).toEqual({ status: 204, text: '' });
     });
 
-    it.each([
-      ['an object', {}],
-      ['a string', 'u1'],
-      ['null', null],
-      ['a number in the array', ['u1', 2]],
-      ['"a.b" in the array', ['u1', 'a.b']],
-      ['an empty string in the array', ['']],
-      ['a 257-character user id', ['u'.repeat(257)]],
-      ['a nested array', [['u1']]],
-    ])('users endpoints 7 and 8 refuse %s', async (what, body) => {
+    it.each(INVALID_USERS_ROWS)('users endpoints 7 and 8 refuse %s', async (what, body) => {
       for (const [method, path] of [['PUT', `/v1/connection/${cid}/users`], ['PUT', '/v1/user/u1/users']]) {
         expectBadRequest(await call(method, path, JSON.stringify(body)), `${method} ${path} with ${what}`);
       }
