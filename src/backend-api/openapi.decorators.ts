@@ -21,6 +21,7 @@ const ERROR_TEXT: Record<number, string> = {
   403: 'reserved namespace `gateway/…`',
   404: 'unknown path or method, or a path part outside its character set (empty body)',
   413: 'body over MAX_PAYLOAD_BYTES (`Connection: close`)',
+  503: 'cluster mode only (SPEC §11): `owner_unreachable` (the node owning the connection did not acknowledge within 5 s) or `cluster_unavailable` (Redis not reachable from this node); retry',
 };
 
 /** Body schemas by kind: none, any JSON, or a named component. */
@@ -37,7 +38,7 @@ export function ApiEndpoint(summary: string, params: ReadonlyArray<[string, Path
       ? ApiResponse({ status: 200, description: 'one result per command, in order', content: { 'application/json': { schema: schemaRef('BatchResponse') } } })
       : ApiResponse({ status: 204, description: 'done (also for a well-formed unknown connection or user id)' }),
     ...params.map(([name, kind]) => ApiParam({ name, description: PARAM_TEXT[kind], schema: { type: 'string', pattern: PARAM_PATTERNS[kind] } })),
-    ...errors.map((status) => ApiResponse({ status, description: ERROR_TEXT[status], ...(status === 400 ? { content: { 'application/json': { schema: schemaRef('ApiError') } } } : {}) })),
+    ...errors.map((status) => ApiResponse({ status, description: ERROR_TEXT[status], ...(status === 400 || status === 503 ? { content: { 'application/json': { schema: schemaRef('ApiError') } } } : {}) })),
   ];
   if (body === 'json') decorators.push(ApiBody({ required: true, description: 'any JSON value; Content-Type application/json (utf-8)', schema: {} }));
   else if (body !== 'none') decorators.push(ApiBody({ required: true, schema: schemaRef(body) }));

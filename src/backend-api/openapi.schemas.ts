@@ -34,7 +34,7 @@ const variables = {
 export const OPENAPI_SCHEMAS: Record<string, object> = {
   ApiError: {
     type: 'object',
-    description: 'Body of every 400 answer (SPEC §5)',
+    description: 'Body of every 400 answer (SPEC §5) and of a 503 in cluster mode (SPEC §11)',
     properties: { error: { type: 'string', examples: ['invalid_lattice'] }, message: { type: 'string', description: 'what was wrong and where' } },
     required: ['error', 'message'],
     additionalProperties: false,
@@ -99,7 +99,7 @@ export const OPENAPI_SCHEMAS: Record<string, object> = {
   },
   BatchResult: {
     type: 'object',
-    description: 'The status the single endpoint would have answered; for 400 also its error body',
+    description: 'The status the single endpoint would have answered; for 400 and 503 also its error body',
     properties: { status: { type: 'integer', examples: [204] }, error: { type: 'string' }, message: { type: 'string' } },
     required: ['status'],
   },

@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { ClusterNames, originHead } from '../cluster/channels';
+import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
 import { LatticeEntry, decodeEntry, encodeEntry } from './lattice-entry';
 import { LatticeStore } from './lattice-store';
@@ -51,6 +52,8 @@ redis.call('HSET', KEYS[1], 's', ARGV[2])
 redis.call('XTRIM', KEYS[2], 'MINID', (tonumber(ARGV[2]) + 1) .. '-0')
 return 1`;
 
+const NOT_APPENDED = new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the lattice update was not applied; retry');
+
 type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
 
 /**
@@ -78,10 +81,16 @@ export class LatticeLog {
     this.head = originHead(nodeId);
   }
 
-  /** Appends an entry; resolves its position. Compacts in the background when the log grew long. */
+  /**
+   * Appends an entry; resolves its position. Compacts in the background when
+   * the log grew long. Without Redis there is no shared state to update:
+   * ClusterUnavailableError (503 `cluster_unavailable`, SPEC §11).
+   */
   async append(namespace: string, entry: LatticeEntry): Promise<LogPosition> {
     const epoch = randomBytes(9).toString('base64url');
-    const [e, v, s] = (await this.appendScript(this.keys(namespace), [this.head, encodeEntry(entry), this.retentionMs, epoch, this.names.channel('l', namespace)])) as [string, number, number];
+    const args = [this.head, encodeEntry(entry), this.retentionMs, epoch, this.names.channel('l', namespace)];
+    if (!this.link.isUp) throw NOT_APPENDED;
+    const [e, v, s] = (await this.appendScript(this.keys(namespace), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number, number];
     if (v - s > COMPACT_AFTER_ENTRIES) void this.compact(namespace).catch(() => undefined);
     return { epoch: e, version: v };
   }

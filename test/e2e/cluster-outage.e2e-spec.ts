@@ -59,6 +59,9 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
     // A call that needs another node cannot be served.
     const crossNode = await api(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/subscriptions/other`);
     expect([crossNode.status, crossNode.json()]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
+    // Lattice state is shared through Redis: an update cannot be taken in, not even on the owner of its subscribers.
+    const update = await api(a.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { msg_counter: 8 } } });
+    expect([update.status, update.json()]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
 
     await redis.restart(); // empty: nothing on disk
     await untilRedis(a.apiUrl, 'up');
