@@ -26,15 +26,17 @@ async function memoryPair(): Promise<Pair> {
   return { a: broker, b: broker, nodeOfB: 'nodeA', isCluster: false, close: async () => undefined };
 }
 
-async function redisPair(probe?: { idleMs: number; timeoutMs: number }): Promise<Pair & { links: RedisLink[] }> {
+async function redisPair(probe?: { idleMs: number; timeoutMs: number }): Promise<Pair & { links: RedisLink[]; metrics: GatewayMetrics[] }> {
   const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
   const links: RedisLink[] = [];
   const brokers: RedisBroker[] = [];
+  const metrics: GatewayMetrics[] = [];
   for (const nodeId of ['nodeA', 'nodeB']) {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
     if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run the cluster specs`);
     await new NodeLiveness(link, names, nodeId).claim();
-    const broker = new RedisBroker(link, names, nodeId, new GatewayMetrics());
+    metrics.push(new GatewayMetrics());
+    const broker = new RedisBroker(link, names, nodeId, metrics[metrics.length - 1]);
     await broker.start(probe);
     links.push(link);
     brokers.push(broker);
@@ -45,6 +47,7 @@ async function redisPair(probe?: { idleMs: number; timeoutMs: number }): Promise
     nodeOfB: 'nodeB',
     isCluster: true,
     links,
+    metrics,
     close: async () => {
       for (const broker of brokers) broker.stop();
       await Promise.all(links.map((link) => link.close()));
@@ -119,6 +122,24 @@ describe.each([
   it('resolves a command for a connection of a node that is gone, as for an unknown connection', async () => {
     pair.a.handle('sub', () => undefined);
     await expect(pair.a.toOwner('sub', 'nodeGone-x', 't')).resolves.toBeUndefined();
+  });
+});
+
+describe('RedisBroker batching', () => {
+  it('sends the commands for one owner issued in the same tick as one message, applied in order, acked together', async () => {
+    const pair = await redisPair();
+    try {
+      const seen: string[] = [];
+      pair.b.handle<string>('sub', (cid, topic) => void seen.push(`${cid}:${topic}`));
+      pair.a.handle('sub', () => undefined);
+      await Promise.all(Array.from({ length: 20 }, (_, i) => pair.a.toOwner('sub', `nodeB-${i}`, `t/${i}`)));
+      expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => `nodeB-${i}:t/${i}`));
+      const sent = (await pair.metrics[0].brokerMessages.get()).values;
+      expect(sent.filter((v) => v.labels.direction === 'out' && v.labels.kind === 'command').map((v) => v.value)).toEqual([1]);
+      expect(sent.filter((v) => v.labels.direction === 'in' && v.labels.kind === 'ack').map((v) => v.value)).toEqual([1]);
+    } finally {
+      await pair.close();
+    }
   });
 });
 

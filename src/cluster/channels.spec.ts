@@ -1,4 +1,4 @@
-import { ClusterNames, PARTITIONS, decodeChannelMessage, decodeNodeMessage, encodeChannelMessage, isAck, originHead, partitionOf } from './channels';
+import { ClusterNames, PARTITIONS, decodeChannelMessage, decodeNodeMessage, encodeAcks, encodeChannelMessage, encodeCommands, originHead, partitionOf } from './channels';
 
 describe(partitionOf.name, () => {
   it('is stable, within range, and spreads names over the partitions', () => {
@@ -51,16 +51,13 @@ describe(encodeChannelMessage.name, () => {
 });
 
 describe(decodeNodeMessage.name, () => {
-  it('reads commands and acks', () => {
-    const command = decodeNodeMessage('{"k":"topic_subscribe","t":"n1-abc","d":"room","f":"n2","r":7}');
-    expect(command).toEqual({ k: 'topic_subscribe', t: 'n1-abc', d: 'room', f: 'n2', r: 7 });
-    expect(isAck(command!)).toBe(false);
-    const ack = decodeNodeMessage('{"a":7,"f":"n1"}');
-    expect(ack).toEqual({ a: 7, f: 'n1' });
-    expect(isAck(ack!)).toBe(true);
+  it('reads the commands and the acks it encodes', () => {
+    const commands = [['topic_subscribe', 'n1-abc', 'room', 7], ['users_add', 'alice', ['bob'], 8]] as const;
+    expect(decodeNodeMessage(encodeCommands('n2', commands))).toEqual({ f: 'n2', c: commands });
+    expect(decodeNodeMessage(encodeAcks('n1', [7, 8]))).toEqual({ f: 'n1', a: [7, 8] });
   });
 
-  it.each(['probe', 'null', '[]', '{"a":1}', '{"k":"x","t":"y","f":"n"}', '{"k":1,"t":"y","f":"n","r":1}'])('ignores %s', (text) => {
+  it.each(['probe', 'null', '[]', '{"a":[1]}', '{"f":"n","a":["1"]}', '{"f":"n","c":[["x","y",1]]}', '{"f":"n","c":[[1,"y",null,1]]}'])('ignores %s', (text) => {
     expect(decodeNodeMessage(text)).toBeNull();
   });
 });

@@ -95,28 +95,27 @@ export function decodeChannelMessage(message: Buffer): { readonly origin: string
   return { origin: message.toString('latin1', 0, end), payload: message.subarray(end + 1) };
 }
 
-/** A command for a node (or every node), with the id the receiver acks. */
-export interface CommandEnvelope {
-  /** Command kind, e.g. `topic_subscribe`. */
-  readonly k: string;
-  /** Target: a connection id, or a user id for commands to every node. */
-  readonly t: string;
-  /** The command's data in its JSON form. */
-  readonly d: unknown;
-  /** Requesting node. */
-  readonly f: string;
-  /** Request id, unique per requesting node. */
-  readonly r: number;
+/** One command in a node-channel message: kind, target (connection or user id), data (JSON form), request id. */
+export type CommandEnvelope = readonly [kind: string, target: string, data: unknown, requestId: number];
+
+/**
+ * A node-channel message: the commands a node sent to one channel in one
+ * tick (they travel together, in order), or the acks of some of them.
+ */
+export type NodeMessage = { readonly f: string; readonly c: readonly CommandEnvelope[] } | { readonly f: string; readonly a: readonly number[] };
+
+/** Encodes commands from node `from`. */
+export function encodeCommands(from: string, commands: readonly CommandEnvelope[]): string {
+  return JSON.stringify({ f: from, c: commands });
 }
 
-/** An ack of request `a` by node `f`. */
-export interface AckEnvelope {
-  readonly a: number;
-  readonly f: string;
+/** Encodes the acks of request ids `ids` by node `from`. */
+export function encodeAcks(from: string, ids: readonly number[]): string {
+  return JSON.stringify({ f: from, a: ids });
 }
 
 /** Decodes a node-channel message; null when malformed (ignored, never thrown). */
-export function decodeNodeMessage(text: string): CommandEnvelope | AckEnvelope | null {
+export function decodeNodeMessage(text: string): NodeMessage | null {
   let value: unknown;
   try {
     value = JSON.parse(text);
@@ -126,12 +125,11 @@ export function decodeNodeMessage(text: string): CommandEnvelope | AckEnvelope |
   if (value === null || typeof value !== 'object') return null;
   const v = value as Record<string, unknown>;
   if (typeof v.f !== 'string') return null;
-  if (typeof v.a === 'number') return { a: v.a, f: v.f };
-  if (typeof v.k === 'string' && typeof v.t === 'string' && typeof v.r === 'number') return { k: v.k, t: v.t, d: v.d, f: v.f, r: v.r };
+  if (Array.isArray(v.a) && v.a.every((id) => typeof id === 'number')) return { f: v.f, a: v.a as number[] };
+  if (Array.isArray(v.c) && v.c.every(isCommand)) return { f: v.f, c: v.c as CommandEnvelope[] };
   return null;
 }
 
-/** Whether a node-channel message is an ack. */
-export function isAck(message: CommandEnvelope | AckEnvelope): message is AckEnvelope {
-  return 'a' in message;
+function isCommand(value: unknown): boolean {
+  return Array.isArray(value) && value.length === 4 && typeof value[0] === 'string' && typeof value[1] === 'string' && typeof value[3] === 'number';
 }

@@ -2,17 +2,7 @@ import { Logger } from '@nestjs/common';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { nodeOfConnectionId } from '../protocol/connection-id';
 import { Broker, ChannelListener, CommandHandler, DataCodec } from './broker';
-import {
-  AckEnvelope,
-  ChannelKind,
-  ClusterNames,
-  CommandEnvelope,
-  decodeChannelMessage,
-  decodeNodeMessage,
-  encodeChannelMessage,
-  isAck,
-  originHead,
-} from './channels';
+import { ChannelKind, ClusterNames, CommandEnvelope, decodeChannelMessage, decodeNodeMessage, encodeAcks, encodeChannelMessage, encodeCommands, originHead } from './channels';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { RedisLink } from './redis-link';
 
@@ -32,10 +22,17 @@ interface Registered {
 
 interface PendingRequest {
   acked: number;
-  /** Receivers Redis counted; null until the PUBLISH answered. */
+  /** Acks to wait for: receivers Redis counted; null until the PUBLISH answered. */
   expected: number | null;
   readonly resolve: () => void;
-  timer: NodeJS.Timeout | null;
+  readonly reject: (err: Error) => void;
+}
+
+/** Commands queued for one node channel during this tick: they leave together, in order. */
+interface Outbox {
+  readonly commands: CommandEnvelope[];
+  /** The owner node, or null for the every-node channel. */
+  readonly owner: string | null;
 }
 
 interface JoinedChannel {
@@ -53,7 +50,8 @@ const KIND_LABELS: Readonly<Record<ChannelKind, string>> = { t: 'topic', l: 'lat
  *   id and resolve on the owner's ack (its effect is then in place); commands
  *   for every node go on the shared channel and wait for as many acks as Redis
  *   counted receivers. No receiver on an owner's channel = the owner is gone:
- *   resolved at once, as for any unknown connection.
+ *   resolved at once, as for any unknown connection. Commands for one channel
+ *   issued in the same tick (e.g. a `/v1/batch`) travel in one message.
  * - Data channels are joined only while this node has local interest; a
  *   message carries its origin node so a node skips its own.
  */
@@ -63,6 +61,8 @@ export class RedisBroker extends Broker {
   private readonly listeners = new Map<ChannelKind, ChannelListener>();
   private readonly joined = new Map<string, JoinedChannel>();
   private readonly pending = new Map<number, PendingRequest>();
+  private readonly outboxes = new Map<string, Outbox>();
+  private readonly ackTimers = new Set<NodeJS.Timeout>();
   private readonly head: Buffer;
   private readonly ownChannel: string;
   private nextRequestId = 1;
@@ -99,30 +99,17 @@ export class RedisBroker extends Broker {
     this.handlers.set(kind, { handler: handler as CommandHandler<unknown>, codec: codec as DataCodec<unknown> | undefined });
   }
 
-  async toOwner<T>(kind: string, connectionId: string, data: T): Promise<void> {
+  toOwner<T>(kind: string, connectionId: string, data: T): Promise<void> {
     const owner = nodeOfConnectionId(connectionId);
     if (owner === null || owner === this.nodeId) return this.applyLocal(kind, connectionId, data);
     this.assertUp();
-    const { id, done } = this.expectAcks();
-    const receivers = await this.link.timed('publish', this.link.command.publish(this.names.node(owner), this.envelope(kind, connectionId, data, id)));
-    this.counters.commandOut.inc();
-    if (receivers > 0) return this.awaitAcks(id, done, receivers, `node ${owner}`);
-    this.cancel(id);
-    // Nobody listens on the owner's channel. A liveness key still there means it is alive but cut off.
-    if ((await this.link.command.exists(this.names.alive(owner))) === 1) {
-      throw new ClusterUnavailableError('owner_unreachable', `node ${owner} owning the connection is not reachable; retry`);
-    }
+    return this.enqueue(this.names.node(owner), owner, kind, connectionId, data);
   }
 
   async toEveryNode<T>(kind: string, target: string, data: T): Promise<void> {
     this.assertUp();
-    const { id, done } = this.expectAcks();
-    const receivers = await this.link.timed('publish', this.link.command.publish(this.names.everyNode, this.envelope(kind, target, data, id)));
-    this.counters.commandOut.inc();
     // This node is one of the receivers and skips its own message: it applies the command here instead.
-    await this.applyLocal(kind, target, data);
-    if (receivers > 1) return this.awaitAcks(id, done, receivers - 1, 'every node');
-    this.cancel(id);
+    await Promise.all([this.enqueue(this.names.everyNode, null, kind, target, data), this.applyLocal(kind, target, data)]);
   }
 
   listen(kind: ChannelKind, listener: ChannelListener): void {
@@ -163,7 +150,7 @@ export class RedisBroker extends Broker {
   /** Stop timers (app shutdown). */
   stop(): void {
     for (const held of this.joined.values()) if (held.leaveTimer !== null) clearTimeout(held.leaveTimer);
-    for (const request of this.pending.values()) if (request.timer !== null) clearTimeout(request.timer);
+    for (const timer of this.ackTimers) clearTimeout(timer);
   }
 
   private applyLocal(kind: string, target: string, data: unknown): Promise<void> {
@@ -172,52 +159,68 @@ export class RedisBroker extends Broker {
     return Promise.resolve(registered.handler(target, data));
   }
 
-  private envelope(kind: string, target: string, data: unknown, id: number): string {
-    const codec = this.handlers.get(kind)?.codec;
-    const envelope: CommandEnvelope = { k: kind, t: target, d: codec === undefined ? data : codec.encode(data), f: this.nodeId, r: id };
-    return JSON.stringify(envelope);
-  }
-
   private assertUp(): void {
     if (!this.link.isUp) throw new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry');
   }
 
-  /** Registers a request before it is published, so an early ack is counted, never lost. */
-  private expectAcks(): { id: number; done: Promise<void> } {
+  /** Queue a command for `channel`; the first of a tick schedules the flush. Resolves on its acks. */
+  private enqueue(channel: string, owner: string | null, kind: string, target: string, data: unknown): Promise<void> {
+    const codec = this.handlers.get(kind)?.codec;
     const id = this.nextRequestId++;
-    let resolve!: () => void;
-    const done = new Promise<void>((r) => (resolve = r));
-    this.pending.set(id, { acked: 0, expected: null, resolve, timer: null });
-    return { id, done };
+    let outbox = this.outboxes.get(channel);
+    if (outbox === undefined) {
+      this.outboxes.set(channel, (outbox = { commands: [], owner }));
+      queueMicrotask(() => void this.flush(channel));
+    }
+    outbox.commands.push([kind, target, codec === undefined ? data : codec.encode(data), id]);
+    return new Promise<void>((resolve, reject) => this.pending.set(id, { acked: 0, expected: null, resolve, reject }));
   }
 
-  /** Resolves once `receivers` acks came, or rejects with owner_unreachable after the timeout. */
-  private async awaitAcks(id: number, done: Promise<void>, receivers: number, who: string): Promise<void> {
-    const request = this.pending.get(id);
-    if (request === undefined) return;
-    request.expected = receivers;
-    if (request.acked >= receivers) return this.settle(id);
-    let timer!: NodeJS.Timeout;
-    const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => {
-        this.pending.delete(id);
-        reject(new ClusterUnavailableError('owner_unreachable', `${who} did not acknowledge within ${OWNER_ACK_TIMEOUT_MS} ms; retry`));
-      }, OWNER_ACK_TIMEOUT_MS);
-    });
-    request.timer = timer;
-    await Promise.race([done, timeout]);
+  /** Publish a tick's commands for one channel in one message, then wait for their acks (5 s). */
+  private async flush(channel: string): Promise<void> {
+    const { commands, owner } = this.outboxes.get(channel)!;
+    this.outboxes.delete(channel);
+    const ids = commands.map((command) => command[3]);
+    let receivers: number;
+    try {
+      receivers = await this.link.timed('publish', this.link.command.publish(channel, encodeCommands(this.nodeId, commands)));
+    } catch {
+      return this.finish(ids, new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry'));
+    }
+    this.counters.commandOut.inc();
+    // The every-node channel counts this node too, which skips its own message.
+    const expected = owner === null ? receivers - 1 : receivers;
+    if (expected <= 0) return this.finish(ids, owner === null ? null : await this.goneOrCutOff(owner));
+    for (const id of ids) {
+      const request = this.pending.get(id);
+      if (request === undefined) continue;
+      request.expected = expected;
+      if (request.acked >= expected) this.finish([id], null);
+    }
+    const timer = setTimeout(() => {
+      this.ackTimers.delete(timer);
+      const who = owner === null ? 'every node' : `node ${owner}`;
+      this.finish(ids, new ClusterUnavailableError('owner_unreachable', `${who} did not acknowledge within ${OWNER_ACK_TIMEOUT_MS} ms; retry`));
+    }, OWNER_ACK_TIMEOUT_MS);
+    timer.unref();
+    this.ackTimers.add(timer);
   }
 
-  private cancel(id: number): void {
-    this.pending.delete(id);
+  /** Nobody listens on the owner's channel: gone (null: resolved as an unknown connection), or alive but cut off. */
+  private async goneOrCutOff(owner: string): Promise<Error | null> {
+    const isAlive = await this.link.command.exists(this.names.alive(owner)).then((n) => n === 1, () => true);
+    return isAlive ? new ClusterUnavailableError('owner_unreachable', `node ${owner} owning the connection is not reachable; retry`) : null;
   }
 
-  private settle(id: number): void {
-    const request = this.pending.get(id);
-    if (request === undefined) return;
-    this.pending.delete(id);
-    if (request.timer !== null) clearTimeout(request.timer);
-    request.resolve();
+  /** Settle the still-pending requests among `ids`: resolved, or rejected with `error`. */
+  private finish(ids: readonly number[], error: Error | null): void {
+    for (const id of ids) {
+      const request = this.pending.get(id);
+      if (request === undefined) continue;
+      this.pending.delete(id);
+      if (error === null) request.resolve();
+      else request.reject(error);
+    }
   }
 
   private onMessage(channel: string, message: Buffer): void {
@@ -231,33 +234,38 @@ export class RedisBroker extends Broker {
   }
 
   private onNodeMessage(message: Buffer): void {
-    const envelope = decodeNodeMessage(message.toString('utf8'));
-    if (envelope === null) return;
-    if (isAck(envelope)) return this.onAck(envelope);
-    if (envelope.f === this.nodeId) return; // our own command to every node, applied locally already
+    const decoded = decodeNodeMessage(message.toString('utf8'));
+    if (decoded === null) return;
+    if ('a' in decoded) return this.onAcks(decoded.a);
+    if (decoded.f === this.nodeId) return; // our own commands to every node, applied locally already
     this.counters.commandIn.inc();
-    void this.runRemote(envelope);
+    void this.runRemote(decoded.f, decoded.c);
   }
 
-  private onAck(ack: AckEnvelope): void {
+  private onAcks(ids: readonly number[]): void {
     this.counters.ackIn.inc();
-    const request = this.pending.get(ack.a);
-    if (request === undefined) return;
-    request.acked += 1;
-    if (request.expected !== null && request.acked >= request.expected) this.settle(ack.a);
+    for (const id of ids) {
+      const request = this.pending.get(id);
+      if (request === undefined) continue;
+      request.acked += 1;
+      if (request.expected !== null && request.acked >= request.expected) this.finish([id], null);
+    }
   }
 
-  private async runRemote(envelope: CommandEnvelope): Promise<void> {
-    const registered = this.handlers.get(envelope.k);
-    try {
-      if (registered === undefined) throw new Error(`no handler for ${envelope.k}`);
-      const data = registered.codec === undefined ? envelope.d : registered.codec.decode(envelope.d);
-      await registered.handler(envelope.t, data);
-    } catch (err) {
-      this.logger.warn({ msg: 'remote command failed', kind: envelope.k, from: envelope.f, error: (err as Error).message });
-    }
-    const ack: AckEnvelope = { a: envelope.r, f: this.nodeId };
-    this.link.command.publish(this.names.node(envelope.f), JSON.stringify(ack)).catch(() => undefined);
+  /** Start every command in order, then ack them all in one message once each took effect. */
+  private async runRemote(from: string, commands: readonly CommandEnvelope[]): Promise<void> {
+    await Promise.all(commands.map(([kind, target, json]) => this.runOne(from, kind, target, json)));
+    this.link.command.publish(this.names.node(from), encodeAcks(this.nodeId, commands.map((command) => command[3]))).catch(() => undefined);
     this.counters.ackOut.inc();
+  }
+
+  private async runOne(from: string, kind: string, target: string, json: unknown): Promise<void> {
+    const registered = this.handlers.get(kind);
+    try {
+      if (registered === undefined) throw new Error(`no handler for ${kind}`);
+      await registered.handler(target, registered.codec === undefined ? json : registered.codec.decode(json));
+    } catch (err) {
+      this.logger.warn({ msg: 'remote command failed', kind, from, error: (err as Error).message });
+    }
   }
 }
