@@ -1,3 +1,4 @@
+import { TOPOLOGIES } from './harness/cluster';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { ApiResponse, api, chunked } from './harness/http';
 import { rawStatusLine } from './harness/raw-http';
@@ -42,12 +43,12 @@ function expectBadRequest(res: ApiResponse, what: string): { error: string; mess
   return body as { error: string; message: string };
 }
 
-describe('backend API validation (SPEC §5)', () => {
+describe.each(TOPOLOGIES)('backend API validation (SPEC §5, %s)', (_topology, start) => {
   let t: TestGateway;
   let cid: string;
 
   beforeAll(async () => {
-    t = await startTestGateway({ MAX_PAYLOAD_BYTES: '1KiB' });
+    t = await start({ MAX_PAYLOAD_BYTES: '1KiB' });
     await t.hello();
     const auth = await t.upstream.requestTo('/gateway/authorize_connection');
     cid = (auth.body as [{ connection_id: string }])[0].connection_id;
