@@ -25,7 +25,7 @@ const PROFILES = {
     lattice: [{ label: 'lattice 1k', n: 1000, warmup: 10, updates: 400, rounds: 5, inflight: 4 }],
     idle: [{ label: 'idle 5k', n: 5000 }],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 1000, durationMs: 5_000, rounds: 5 }],
-    cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 20, rounds: 5, publishes: 600, inflight: 4 }],
+    cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 600, inflight: 4 }],
   },
   full: {
     workers: 4,
@@ -42,7 +42,7 @@ const PROFILES = {
       { label: 'idle 20k', n: 20_000 },
     ],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 2000, durationMs: 20_000, rounds: 5 }],
-    cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 50, rounds: 5, publishes: 2000, inflight: 4 }],
+    cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 50, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 2000, inflight: 4 }],
   },
 };
 const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'api'];

@@ -49,14 +49,15 @@ export class PubSubService implements OnModuleInit {
 
   /**
    * Publish `payload` (raw, already validated JSON bytes) to `topic`: encoded
-   * once, delivered here, and the same bytes sent to the other nodes that
-   * have subscribers (none on a single node).
+   * once, the same bytes sent to the other nodes that have subscribers (none
+   * on a single node), and delivered here.
    */
   publish(topic: string, payload: Buffer): Promise<void> {
     const head = Buffer.from(messageFrameHead(pathToWire(topic)));
     const frame = Buffer.concat([head, payload, FRAME_TAIL], head.length + payload.length + 1);
-    this.deliverLocal(topic, frame);
+    // Other nodes first: their fan-out then runs while this node does its own.
     this.broker.send('t', topic, frame);
+    this.deliverLocal(topic, frame);
     return RESOLVED;
   }
 
