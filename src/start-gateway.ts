@@ -8,6 +8,7 @@ import { AppModule } from './app.module';
 import { BackendApiEntryMiddleware } from './backend-api/backend-api-entry.middleware';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
+import { answerConnect, applyListenerTimeouts, clientErrorStatus, endWithStatus } from './gateway/listener-guards';
 import { PublicListener } from './gateway/public-listener';
 import { ShutdownService } from './lifecycle/shutdown.service';
 import { JsonLogger, nestLevelsOf } from './logging/json-logger';
@@ -47,9 +48,11 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     publicClosed = publicListener.stopAccepting();
   });
 
-  await app.listen(config.listeners.internal.port, config.listeners.internal.host);
   const internalServer = app.getHttpServer() as Server;
-  internalServer.on('clientError', answerClientError);
+  applyListenerTimeouts(internalServer, config.listeners.timeouts);
+  internalServer.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => endWithStatus(socket, clientErrorStatus(err)));
+  internalServer.on('connect', answerConnect);
+  await app.listen(config.listeners.internal.port, config.listeners.internal.host);
   const internalAddress = internalServer.address() as AddressInfo;
   publicListener.setHealthHandler(app.getHttpAdapter().getInstance());
   const publicAddress = await publicListener.listen(config.listeners.public.host, config.listeners.public.port);
@@ -66,16 +69,4 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     return closing;
   };
   return { app, publicAddress, internalAddress, close };
-}
-
-/**
- * SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported
- * method, and so does a path with raw bytes outside the allowed sets.
- */
-const NOT_FOUND_PARSE_ERRORS = new Set(['HPE_INVALID_METHOD', 'HPE_INVALID_URL']);
-
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable) return void socket.destroy();
-  const status = NOT_FOUND_PARSE_ERRORS.has(err.code ?? '') ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

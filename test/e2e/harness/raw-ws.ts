@@ -75,6 +75,16 @@ export class RawWsClient {
     return within(new Promise((resolve) => this.closeWaiters.push(resolve)), 'a close frame', ms);
   }
 
+  /** Write raw bytes (e.g. frames from raw-frames.ts) to the TCP connection. */
+  write(bytes: Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  /** Resolves once the TCP connection is gone (whoever closed it), within `ms`. */
+  socketClosed(ms = 2000): Promise<void> {
+    return within(this.ended, 'the TCP connection to close', ms);
+  }
+
   /** Destroy the TCP connection and await its close. */
   async close(): Promise<void> {
     this.socket.destroy();
