@@ -66,7 +66,16 @@ export class RawWsClient {
   next(ms = 2000): Promise<Frame> {
     const frame = this.queue.shift();
     if (frame) return Promise.resolve(frame);
-    return within(new Promise<Frame>((resolve) => this.frameWaiters.push(resolve)), `a frame (seen so far: ${JSON.stringify(this.frames)})`, ms);
+    return within(new Promise<Frame>((resolve) => this.frameWaiters.push(resolve)), `a frame (seen so far: ${this.framesSeen()})`, ms);
+  }
+
+  /** The frames seen so far as JSON, or their count when they nest too deep for JSON.stringify. */
+  private framesSeen(): string {
+    try {
+      return JSON.stringify(this.frames).slice(0, 500);
+    } catch {
+      return `${this.frames.length} frames`;
+    }
   }
 
   /** The server's close frame, within `ms`. */
