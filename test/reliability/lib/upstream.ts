@@ -77,7 +77,7 @@ export class LoadUpstream {
       default:
         break;
     }
-    if (path.startsWith('/status/')) return json(Number(path.slice(8)), { error: 'scripted' });
+    if (path.startsWith('/status/')) return json(Number(path.slice(8)), { error: 'scripted', ...(body[2]?.echo === undefined ? {} : { echo: body[2].echo }) });
     const delay = Number(body[2]?.delay_ms ?? (path === '/slow' ? 300 : 0));
     if (delay > 0) setTimeout(() => json(200, { args: body[1], kwargs: body[2] }), delay);
     else json(200, { args: body[1], kwargs: body[2] });
