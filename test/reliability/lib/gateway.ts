@@ -12,6 +12,8 @@ export type LogEntry = Record<string, unknown>;
 export interface StartOptions {
   /** Keep every raw stdout/stderr line (the log scenario); otherwise only warn/error lines are kept. */
   readonly keepAllLines?: boolean;
+  /** Extra node flags (measurement settings only, never product behaviour). */
+  readonly nodeArgs?: readonly string[];
 }
 
 /**
@@ -63,7 +65,7 @@ export class GatewayProcess {
 
   /** Start with `env`; LOG_LEVEL must stay info or debug: the ports come from the info line "gateway started". */
   static async start(env: Record<string, string>, options: StartOptions = {}): Promise<GatewayProcess> {
-    const child = spawn(process.execPath, ['--expose-gc', '-r', GC_PROBE, MAIN_JS], {
+    const child = spawn(process.execPath, ['--expose-gc', ...(options.nodeArgs ?? []), '-r', GC_PROBE, MAIN_JS], {
       cwd: PROJECT_ROOT,
       env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],

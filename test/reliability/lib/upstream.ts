@@ -15,11 +15,16 @@ export class LoadUpstream {
   /** Set by a test to answer the authorization with something else. */
   authReply: ((user: string) => { status: number; body: unknown }) | null = null;
   private readonly hanging = new Set<http.ServerResponse>();
-  private readonly server = http.createServer({ keepAliveTimeout: 60_000 }, (req, res) => this.onRequest(req, res));
+  private readonly server: http.Server;
   url = '';
 
-  static async start(): Promise<LoadUpstream> {
-    const upstream = new LoadUpstream();
+  private constructor(keepAliveMs: number) {
+    this.server = http.createServer({ keepAliveTimeout: keepAliveMs }, (req, res) => this.onRequest(req, res));
+  }
+
+  /** `keepAliveMs`: how long an idle connection from the gateway is kept open. */
+  static async start(keepAliveMs = 60_000): Promise<LoadUpstream> {
+    const upstream = new LoadUpstream(keepAliveMs);
     await new Promise<void>((resolve) => upstream.server.listen(0, '127.0.0.1', () => resolve()));
     upstream.url = `http://127.0.0.1:${(upstream.server.address() as AddressInfo).port}`;
     return upstream;
