@@ -54,7 +54,7 @@ export class PublicListener {
     this.server.on('connect', answerConnect);
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       const status = clientErrorStatus(err);
-      rejectSocket(socket, status, status === 408 ? 'request timeout' : 'bad request');
+      rejectSocket(socket, status, (http.STATUS_CODES[status] ?? 'bad request').toLowerCase());
     });
   }
 
