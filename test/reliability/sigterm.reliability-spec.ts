@@ -19,7 +19,8 @@ describe('SIGTERM under load (issue 11)', () => {
     const checks = new Checks();
     const r = rng(SEED);
     upstream = await LoadUpstream.start();
-    gateway = await GatewayProcess.start({ UPSTREAM_URL: upstream.url, SHUTDOWN_GRACE: '10s', PING_INTERVAL: '60s' });
+    // Enough upstream sockets for every call to be in flight at once: each takes at most 1.5 s, far inside the grace.
+    gateway = await GatewayProcess.start({ UPSTREAM_URL: upstream.url, UPSTREAM_MAX_SOCKETS: String(CLIENTS * IN_FLIGHT_PER_CLIENT + 10), SHUTDOWN_GRACE: '10s', PING_INTERVAL: '60s' });
     const clients: LoadClient[] = [];
     await pool(CLIENTS, 16, async (i) => void clients.push(await LoadClient.open(gateway.wsUrl, `user=u${i}`)));
 
@@ -37,7 +38,7 @@ describe('SIGTERM under load (issue 11)', () => {
       await Promise.all(Array.from({ length: IN_FLIGHT_PER_CLIENT }, slot));
     });
     // Let the load settle: every client has completed a round of calls.
-    await Promise.all(clients.map((c) => c.call('work', [], { delay_ms: 100 })));
+    await Promise.all(clients.map((c) => c.call('work', [], { delay_ms: 100 }, 30_000)));
     stopping = true; // clients send nothing after the signal
     sentBeforeSignal.count = calls.length;
     const inFlight = clients.reduce((n, c) => n + c.inFlight, 0);

@@ -100,15 +100,21 @@ export function api(baseUrl: string, method: string, path: string, body?: unknow
     all['Content-Type'] = 'application/json';
     all['Content-Length'] = String(Buffer.byteLength(text));
   }
-  const answer = new Promise<number>((resolve, reject) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path, headers: all, agent }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode ?? 0));
+  const attempt = (isRetry: boolean): Promise<number> =>
+    new Promise<number>((resolve, reject) => {
+      const req = http.request({ host: url.hostname, port: url.port, method, path, headers: all, agent }, (res) => {
+        res.resume();
+        res.on('end', () => resolve(res.statusCode ?? 0));
+      });
+      req.on('error', (err: NodeJS.ErrnoException) => {
+        // Node's documented keep-alive race: the server closed an idle pooled socket just as
+        // it was reused, before reading anything of this request. Retried once, on a new socket.
+        if (!isRetry && req.reusedSocket && err.code === 'ECONNRESET') attempt(true).then(resolve, reject);
+        else reject(err);
+      });
+      req.end(text);
     });
-    req.on('error', reject);
-    req.end(text);
-  });
-  return within(answer, `${method} ${path}`, ms);
+  return within(attempt(false), `${method} ${path}`, ms);
 }
 
 /** Run `task(i)` for i in [0, count) with at most `concurrency` at once. */
