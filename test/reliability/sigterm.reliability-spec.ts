@@ -44,7 +44,14 @@ describe('SIGTERM under load (issue 11)', () => {
     const inFlight = clients.reduce((n, c) => n + c.inFlight, 0);
     const signalledAt = Date.now();
     gateway.kill('SIGTERM');
-    const ready = await fetch(gateway.apiUrl + '/health/ready').then((res) => res.status).catch((err: Error) => err.message);
+    // The signal reaches the gateway asynchronously: ask until readiness turns (bounded), while calls are still in flight.
+    const ready = await (async (): Promise<number | string> => {
+      let last: number | string = 'no answer';
+      for (const deadline = Date.now() + 3000; Date.now() < deadline && last !== 503; ) {
+        last = await fetch(gateway.apiUrl + '/health/ready').then((res) => res.status, (err: Error) => err.message);
+      }
+      return last;
+    })();
     const closes = await Promise.all(clients.map((c) => c.closedWithin(15_000).catch(() => null)));
     const replies = await Promise.all(calls);
     await Promise.all(loops);
