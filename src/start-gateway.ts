@@ -12,6 +12,7 @@ import { isBackendApiPath } from './backend-api/endpoint-label';
 import { openApiDocument, serveOpenApi } from './backend-api/openapi-document';
 import { GatewayConfig } from './config/gateway-config';
 import { GatewayWsAdapter } from './gateway/gateway-ws.adapter';
+import { answerConnect, applyListenerTimeouts, clientErrorStatus, endWithStatus } from './gateway/listener-guards';
 import { PublicListener } from './gateway/public-listener';
 import { ShutdownService } from './lifecycle/shutdown.service';
 import { JsonLogger, nestLevelsOf } from './logging/json-logger';
@@ -53,9 +54,15 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     publicClosed = publicListener.stopAccepting();
   });
 
-  await app.listen(config.listeners.internal.port, config.listeners.internal.host);
   const internalServer = app.getHttpServer() as Server;
-  internalServer.on('clientError', answerClientError);
+  applyListenerTimeouts(internalServer, config.listeners.timeouts);
+  internalServer.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+    const status = clientErrorStatus(err);
+    // SPEC §5: in the middle of a /v1 request (a broken body), answer through it so it is counted.
+    if (!answerInFlight(socket, status, err.code)) endWithStatus(socket, status);
+  });
+  internalServer.on('connect', answerConnect);
+  await app.listen(config.listeners.internal.port, config.listeners.internal.host);
   const internalAddress = internalServer.address() as AddressInfo;
   publicListener.setHealthHandler(app.getHttpAdapter().getInstance());
   const publicAddress = await publicListener.listen(config.listeners.public.host, config.listeners.public.port);
@@ -84,18 +91,4 @@ function exactRoutingExpress(): express.Express {
   instance.set('case sensitive routing', true);
   instance.set('strict routing', true);
   return instance;
-}
-
-/**
- * SPEC §5: a verb Node's parser rejects (e.g. `XXX`) gets 404 like any unsupported
- * method, and so does a path with raw bytes outside the allowed sets.
- */
-const NOT_FOUND_PARSE_ERRORS = new Set(['HPE_INVALID_METHOD', 'HPE_INVALID_URL']);
-
-function answerClientError(err: NodeJS.ErrnoException, socket: Socket): void {
-  if (!socket.writable) return void socket.destroy();
-  const status = NOT_FOUND_PARSE_ERRORS.has(err.code ?? '') ? '404 Not Found' : err.code === 'HPE_HEADER_OVERFLOW' ? '431 Request Header Fields Too Large' : '400 Bad Request';
-  // SPEC §5: in the middle of a /v1 request (a broken body), answer through it so it is counted.
-  if (answerInFlight(socket, Number(status.slice(0, 3)), err.code)) return;
-  socket.end(`HTTP/1.1 ${status}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
 }

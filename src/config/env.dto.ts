@@ -67,6 +67,10 @@ export class EnvDto {
   @Expose() @IsHost() BACKEND_API_HOST: string = '127.0.0.1';
   @Expose() @IsPort() BACKEND_API_PORT: string = '8081';
   @Expose() @IsOptional() @IsBearerToken() BACKEND_API_TOKEN?: string;
+  /** Both listeners; HTTP_REQUEST_TIMEOUT must not be below HTTP_HEADERS_TIMEOUT (checked by the loader). */
+  @Expose() @IsDuration() HTTP_HEADERS_TIMEOUT: string = '10s';
+  @Expose() @IsDuration() HTTP_REQUEST_TIMEOUT: string = '30s';
+  @Expose() @IsDuration() HTTP_KEEP_ALIVE_TIMEOUT: string = '5s';
 
   /** Path of the YAML file; the caller reads it and passes its text to the loader. */
   @Expose() @IsOptional() @IsString() GATEWAY_CONFIG?: string;

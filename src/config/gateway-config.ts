@@ -39,6 +39,18 @@ export interface ListenAddress {
 export interface Listeners {
   readonly public: ListenAddress;
   readonly internal: ListenAddress;
+  /** The same on both listeners. */
+  readonly timeouts: ListenerTimeouts;
+}
+
+/** HTTP timeouts of both listeners (SPEC §1 hardening, issue 11). */
+export interface ListenerTimeouts {
+  /** HTTP_HEADERS_TIMEOUT: from the first byte of a request (or the connection) to the end of its headers; then 408. */
+  readonly headersMs: number;
+  /** HTTP_REQUEST_TIMEOUT: to the end of the whole request, body included; then 408. At least headersMs. */
+  readonly requestMs: number;
+  /** HTTP_KEEP_ALIVE_TIMEOUT: an idle keep-alive connection between requests is closed after this. */
+  readonly keepAliveMs: number;
 }
 
 export interface Destination {

@@ -65,6 +65,9 @@ const ENV_ROWS: EnvRow[] = [
   { key: 'PORT', read: (c) => c.listeners.public.port, byDefault: 8080, valid: '0', parsed: 0, invalid: '65536', message: 'PORT: "65536" is not a port (0-65535)' },
   { key: 'BACKEND_API_HOST', read: (c) => c.listeners.internal.host, byDefault: '127.0.0.1', valid: 'localhost', parsed: 'localhost', invalid: 'a_b', message: 'BACKEND_API_HOST: "a_b" is not a host name or IP address' },
   { key: 'BACKEND_API_PORT', read: (c) => c.listeners.internal.port, byDefault: 8081, valid: '9000', parsed: 9000, invalid: 'http', message: 'BACKEND_API_PORT: "http" is not a port (0-65535)' },
+  { key: 'HTTP_HEADERS_TIMEOUT', read: (c) => c.listeners.timeouts.headersMs, byDefault: 10_000, valid: '2s', parsed: 2_000, invalid: '0s', message: 'HTTP_HEADERS_TIMEOUT: "0s" must be longer than 0' },
+  { key: 'HTTP_REQUEST_TIMEOUT', read: (c) => c.listeners.timeouts.requestMs, byDefault: 30_000, valid: '1m', parsed: 60_000, invalid: 'forever', message: 'HTTP_REQUEST_TIMEOUT: "forever" is not a duration (examples: "30s", "2m")' },
+  { key: 'HTTP_KEEP_ALIVE_TIMEOUT', read: (c) => c.listeners.timeouts.keepAliveMs, byDefault: 5_000, valid: '500ms', parsed: 500, invalid: '5', message: 'HTTP_KEEP_ALIVE_TIMEOUT: "5" is not a duration (examples: "30s", "2m")' },
   { key: 'BACKEND_API_TOKEN', read: (c) => c.backendApiToken, byDefault: null, valid: 's3cret-token', parsed: 's3cret-token', invalid: 'has space', message: 'BACKEND_API_TOKEN: <redacted> must be printable ASCII without spaces' },
 ];
 
@@ -102,6 +105,12 @@ describe(loadConfig.name, () => {
     it('rejects CLIENT_MAX_IDLE_TIMEOUT below CLIENT_MIN_IDLE_TIMEOUT', () => {
       expect(problemsOf({ ...BASE, CLIENT_MIN_IDLE_TIMEOUT: '5m', CLIENT_MAX_IDLE_TIMEOUT: '1m' })).toEqual([
         'CLIENT_MAX_IDLE_TIMEOUT: "1m" is shorter than CLIENT_MIN_IDLE_TIMEOUT ("5m")',
+      ]);
+    });
+
+    it('rejects HTTP_REQUEST_TIMEOUT below HTTP_HEADERS_TIMEOUT', () => {
+      expect(problemsOf({ ...BASE, HTTP_HEADERS_TIMEOUT: '20s', HTTP_REQUEST_TIMEOUT: '10s' })).toEqual([
+        'HTTP_REQUEST_TIMEOUT: "10s" is shorter than HTTP_HEADERS_TIMEOUT ("20s")',
       ]);
     });
 

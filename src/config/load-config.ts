@@ -99,6 +99,11 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
     const min = JSON.stringify(env.CLIENT_MIN_IDLE_TIMEOUT);
     problems.push(`CLIENT_MAX_IDLE_TIMEOUT: ${JSON.stringify(env.CLIENT_MAX_IDLE_TIMEOUT)} is shorter than CLIENT_MIN_IDLE_TIMEOUT (${min})`);
   }
+  const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every((text) => checkDuration()(text) === null);
+  if (areTimeoutsValid && ms(env.HTTP_REQUEST_TIMEOUT) < ms(env.HTTP_HEADERS_TIMEOUT)) {
+    const headers = JSON.stringify(env.HTTP_HEADERS_TIMEOUT);
+    problems.push(`HTTP_REQUEST_TIMEOUT: ${JSON.stringify(env.HTTP_REQUEST_TIMEOUT)} is shorter than HTTP_HEADERS_TIMEOUT (${headers})`);
+  }
   return problems;
 }
 
@@ -188,6 +193,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
     listeners: {
       public: { host: env.HOST, port: whole(env.PORT) },
       internal: { host: env.BACKEND_API_HOST, port: whole(env.BACKEND_API_PORT) },
+      timeouts: { headersMs: ms(env.HTTP_HEADERS_TIMEOUT), requestMs: ms(env.HTTP_REQUEST_TIMEOUT), keepAliveMs: ms(env.HTTP_KEEP_ALIVE_TIMEOUT) },
     },
     backendApiToken: env.BACKEND_API_TOKEN ?? null,
     destinations: file ? fileDestinations(file, env) : new Map([[DEFAULT_NAME, envDestination(env)]]),

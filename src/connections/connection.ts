@@ -12,8 +12,6 @@ export interface EarlyFrame {
   readonly isBinary: boolean;
 }
 
-/** How long a slow consumer's closing handshake may take before the socket is destroyed (SPEC §9). */
-const SLOW_CLOSE_DESTROY_MS = 5000;
 const TEXT = { binary: false } as const;
 
 /**
@@ -32,6 +30,8 @@ export class Connection {
   private earlyMessages: Buffer[] | null = null;
   private earlyMessagesBytes = 0;
   private isSlow = false;
+  /** The close code and reason we sent, null while we have not closed. */
+  closedWith: { readonly code: number; readonly reason: string } | null = null;
 
   constructor(
     readonly id: string,
@@ -101,10 +101,15 @@ export class Connection {
     return early;
   }
 
-  /** Send a last frame (if any) and close with `code`/`reason`. */
+  /**
+   * Send a last frame (if any) and close with `code`/`reason`. The server's ws
+   * `closeTimeout` destroys the TCP connection if the client does not finish
+   * the closing handshake in time (SPEC §9, issue 11).
+   */
   close(code: number, reason: string, lastFrame?: string): void {
     if (this.state === 'closed') return;
     this.state = 'closed';
+    this.closedWith = { code, reason };
     if (lastFrame !== undefined && this.socket.readyState === this.socket.OPEN) this.socket.send(lastFrame, TEXT);
     this.socket.close(code, reason);
   }
@@ -113,9 +118,5 @@ export class Connection {
     this.isSlow = true;
     this.onSlowConsumer(this);
     this.close(CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER);
-    const socket = this.socket;
-    setTimeout(() => {
-      if (socket.readyState !== socket.CLOSED) socket.terminate();
-    }, SLOW_CLOSE_DESTROY_MS).unref();
   }
 }

@@ -4,7 +4,7 @@ import { Connection } from '../connections/connection';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
 import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
-import { ClientCall, encodeError, encodeFatalError } from '../protocol/frames';
+import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
 import { callReply } from '../upstream/call-reply';
 import { UpstreamClient } from '../upstream/upstream.client';
@@ -59,10 +59,10 @@ export class ClientFramesService {
       connection.close(call.closeCode, REASON_VALIDATION_ERROR, encodeFatalError('validation_error', JSON.stringify(call.text)));
       return;
     }
-    const fault = checkCall(call);
+    const fault = checkCall(call, data.length);
     if (fault !== null) {
       this.counted.invalid.inc();
-      if (connection.send(encodeError(call.meta, 'validation_error', JSON.stringify(fault.text)))) this.sent.error.inc();
+      if (connection.send(encodeCallFault(call.meta, fault.text))) this.sent.error.inc();
       return;
     }
     this.counted.call.inc();

@@ -18,23 +18,34 @@ export function connectionOf(socket: WebSocket): Connection {
   return (socket as GatewaySocket).connection!;
 }
 
+const OPCODE_CLOSE = 0x08;
+
+/** ws internals read here (ws pinned at 8.21.2): the receiver's opcode of the frame being parsed. */
+interface WithReceiver {
+  _receiver?: { _opcode?: number };
+}
+
 /**
  * ws closes by itself, with a bare code and no reason, when a message breaks
- * its receiver checks: over `maxPayload` (1009) or invalid UTF-8 in a text
- * frame (1007). SPEC §4.1 wants the fatal_error frame and our reason there
- * too, so this subclass adds them. Only ws calls close() without a reason;
- * every close of ours names one.
+ * its receiver checks: over `maxPayload` (1009) or invalid UTF-8 (1007) in a
+ * text frame or in a close frame's reason. SPEC §4.1 wants the fatal_error
+ * frame and our reason there too, so this subclass adds them, naming the
+ * frame that was at fault (issue 11, defect 5). Only ws calls close() without
+ * a reason; every close of ours names one.
  */
 export function gatewaySocketClass(maxFrameBytes: number): typeof WebSocket {
   const fatalTexts = new Map<number, string>([
     [CLOSE_MESSAGE_TOO_BIG, encodeFatalError('validation_error', JSON.stringify(`frame exceeds the limit of ${maxFrameBytes} bytes`))],
     [CLOSE_INVALID_PAYLOAD, encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in a text frame'))],
   ]);
+  const closeReasonFatal = encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in the reason of a close frame'));
   return class extends WebSocket implements GatewaySocket {
     connection: Connection | null = null;
 
     override close(code?: number, data?: string | Buffer): void {
-      const fatal = code === undefined ? undefined : fatalTexts.get(code);
+      // The receiver still holds the opcode of the frame it refused.
+      const isCloseFrameFault = code === CLOSE_INVALID_PAYLOAD && (this as unknown as WithReceiver)._receiver?._opcode === OPCODE_CLOSE;
+      const fatal = code === undefined ? undefined : isCloseFrameFault ? closeReasonFatal : fatalTexts.get(code);
       if (data === undefined && fatal !== undefined && this.readyState === WebSocket.OPEN) {
         this.send(fatal);
         return super.close(code, REASON_VALIDATION_ERROR);

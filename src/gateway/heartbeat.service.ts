@@ -49,7 +49,10 @@ export class HeartbeatService implements OnApplicationBootstrap, OnModuleDestroy
     }
     const dropBefore = now - SILENT_INTERVALS * interval;
     const pingBefore = now - interval / 2;
-    for (let budget = Math.ceil(this.registry.size / SLICES); budget > 0; budget--) {
+    // At least one step per tick: a live Map iterator keeps every hash table the Map
+    // outgrew since its last step, with the removed connections in them. A round
+    // that stood still (no connections left) held them until the next connection.
+    for (let budget = Math.max(1, Math.ceil(this.registry.size / SLICES)); budget > 0; budget--) {
       const next = this.round.next();
       if (next.done === true) {
         this.round = null;

@@ -32,7 +32,11 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     const logger = this.logger;
     this.onCloseLog = function (code, reason) {
       const connection = connectionOf(this);
-      logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, code, reason: reason.toString() });
+      // When we closed first, our code and reason say why: a slow consumer's
+      // handshake never completes, so ws itself reports 1006 with no reason.
+      const sent = connection.closedWith;
+      const closed = sent === null ? { code, reason: reason.toString(), closed_by: 'client' } : { ...sent, closed_by: 'gateway' };
+      logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, ...closed });
     };
   }
 

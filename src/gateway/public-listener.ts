@@ -1,16 +1,19 @@
 import { Injectable, Logger } from '@nestjs/common';
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
-import { WebSocketServer } from 'ws';
+import { ServerOptions, WebSocketServer } from 'ws';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { gatewaySocketClass } from './gateway-socket';
 import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
+import { answerConnect, canAnswerRaw, clientErrorStatus, listenerServerOptions } from './listener-guards';
 
 /** Express (or any) request handler that serves the health routes. */
 export type HealthRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
 
 const HEALTH_PATHS = new Set(['/health/live', '/health/ready']);
+/** A closing handshake we started that the client does not finish within this is cut (SPEC §9; issue 11). */
+export const CLOSE_HANDSHAKE_TIMEOUT_MS = 5000;
 
 /**
  * The public listener (SPEC §1–2): a plain http.Server. Upgrades on a handler's
@@ -19,7 +22,7 @@ const HEALTH_PATHS = new Set(['/health/live', '/health/ready']);
  */
 @Injectable()
 export class PublicListener {
-  readonly server = http.createServer((req, res) => this.onRequest(req, res));
+  readonly server: http.Server;
   readonly wss: WebSocketServer;
   private readonly logger = new Logger(PublicListener.name);
   private readonly handlersByPath: ReadonlyMap<string, Handler>;
@@ -31,7 +34,11 @@ export class PublicListener {
     private readonly registry: ConnectionRegistry,
   ) {
     this.handlersByPath = new Map(config.handlers.map((h) => [h.path, h]));
-    this.wss = new WebSocketServer({
+    this.server = http.createServer(listenerServerOptions(config.listeners.timeouts), (req, res) => this.onRequest(req, res));
+    // ws 8.21 option, not yet in @types/ws: destroy the TCP connection when the client
+    // never answers our close frame, instead of holding it until the heartbeat drops it.
+    const options: ServerOptions & { closeTimeout: number } = {
+      closeTimeout: CLOSE_HANDSHAKE_TIMEOUT_MS,
       noServer: true,
       clientTracking: false,
       perMessageDeflate: false,
@@ -41,9 +48,14 @@ export class PublicListener {
       maxPayload: config.limits.maxFrameBytes * 2 + 1024,
       handleProtocols: (offered: Set<string>) => (offered.has(SUBPROTOCOL) ? SUBPROTOCOL : LEGACY_SUBPROTOCOL),
       WebSocket: gatewaySocketClass(config.limits.maxFrameBytes),
-    });
+    };
+    this.wss = new WebSocketServer(options);
     this.server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => this.onUpgrade(req, socket, head));
-    this.server.on('clientError', (_err, socket: Socket) => rejectSocket(socket, 400, 'bad request'));
+    this.server.on('connect', answerConnect);
+    this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
+      const status = clientErrorStatus(err);
+      rejectSocket(socket, status, (http.STATUS_CODES[status] ?? 'bad request').toLowerCase());
+    });
   }
 
   /** Where GET /health/live and /health/ready are served (the Nest app's Express instance). */
@@ -97,7 +109,7 @@ function destroySocket(this: Socket): void {
 }
 
 function rejectSocket(socket: Socket, status: number, text: string): void {
-  if (!socket.writable) return void socket.destroy();
+  if (!canAnswerRaw(socket)) return void socket.destroy();
   const body = text + '\n';
   socket.end(
     `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +

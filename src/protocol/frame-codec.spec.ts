@@ -173,3 +173,40 @@ describe(isFrameFault.name, () => {
     expect([isFrameFault(parseClientFrame(text('x'), false, MAX)), isFrameFault(call('a', {}))]).toEqual([true, false]);
   });
 });
+
+describe('SPEC §4.1 rule 4: nested too deep', () => {
+  const TOO_DEEP = { kind: 'call_fault', text: 'nested too deep' };
+  /** A frame whose deepest point is `levels` (the frame array is level 1), placed in `where`. */
+  function frameNested(levels: number, where: 'meta' | 'args' | 'kwargs'): string {
+    const inner = '['.repeat(levels - 2) + ']'.repeat(levels - 2);
+    if (where === 'meta') return `["echo",{"request_id":1,"deep":${inner}},[],{}]`;
+    if (where === 'args') return `["echo",{"request_id":1},${'['.repeat(levels - 1)}${']'.repeat(levels - 1)},{}]`;
+    return `["echo",{"request_id":1},[],{"deep":${inner}}]`;
+  }
+  function checked(frame: string): unknown {
+    const out = parseClientFrame(text(frame), false, 10 * 1024 * 1024);
+    if (isFrameFault(out)) throw new Error(`unexpected frame fault ${out.text}`);
+    return checkCall(out, Buffer.byteLength(frame));
+  }
+
+  it.each(['meta', 'args', 'kwargs'] as const)('accepts 128 levels in %s and refuses 129', (where) => {
+    expect(checked(frameNested(128, where))).toBeNull();
+    expect(checked(frameNested(129, where))).toEqual(TOO_DEEP);
+  });
+
+  it.each(['meta', 'args', 'kwargs'] as const)('refuses 5,000 and 200,000 levels in %s without throwing', (where) => {
+    expect(checked(frameNested(5_000, where))).toEqual(TOO_DEEP);
+    expect(checked(frameNested(200_000, where))).toEqual(TOO_DEEP);
+  });
+
+  it('checks the method and the request id first', () => {
+    const deepArgs = '['.repeat(300) + ']'.repeat(300);
+    expect(checked(`["gateway.x",{"request_id":1},${deepArgs},{}]`)).toEqual({ kind: 'call_fault', text: 'invalid method' });
+    expect(checked(`["x",{"request_id":-1},${deepArgs},{}]`)).toEqual({ kind: 'call_fault', text: 'invalid request id' });
+  });
+
+  it('walks every frame when no size is given', () => {
+    const call = parseClientFrame(text(frameNested(129, 'args')), false, MAX) as ClientCall;
+    expect(checkCall(call)).toEqual(TOO_DEEP);
+  });
+});

@@ -2,6 +2,7 @@ import { CLOSE_INVALID_PAYLOAD, CLOSE_MESSAGE_TOO_BIG, CLOSE_UNSUPPORTED_DATA } 
 import { CallFault, FrameFault, callFault, frameFault } from './faults';
 import { ClientCall, JsonObject } from './frames';
 import { isValidMethod, isValidRequestId } from './identifiers';
+import { MAX_FRAME_DEPTH, isNestedDeeperThan } from './json-depth';
 
 const BINARY_FAULT = frameFault(CLOSE_UNSUPPORTED_DATA, 'binary frames are not supported');
 const SHAPE_FAULT = frameFault(
@@ -10,6 +11,9 @@ const SHAPE_FAULT = frameFault(
 );
 const INVALID_METHOD = callFault('invalid method');
 const INVALID_REQUEST_ID = callFault('invalid request id');
+const NESTED_TOO_DEEP = callFault('nested too deep');
+/** A frame nested deeper than MAX_FRAME_DEPTH holds at least that many opening and closing brackets. */
+const MIN_TOO_DEEP_BYTES = 2 * (MAX_FRAME_DEPTH + 1);
 
 /**
  * SPEC §4.1, first step: turn one WebSocket message into a call, or a fault that
@@ -40,11 +44,22 @@ export function callFromJson(value: unknown): ClientCall | FrameFault {
   return { method, meta, args, kwargs };
 }
 
-/** SPEC §4.1, second step: method, then request id. Returns null when the call may go upstream. */
-export function checkCall(call: ClientCall): CallFault | null {
+/**
+ * SPEC §4.1, second step: method, request id, then nesting (rule 4, deeper
+ * than MAX_FRAME_DEPTH with the frame array as level 1). `frameBytes`, the
+ * frame's size, lets small frames skip the nesting walk: they cannot be that
+ * deep. Returns null when the call may go upstream.
+ */
+export function checkCall(call: ClientCall, frameBytes = Number.POSITIVE_INFINITY): CallFault | null {
   if (!isValidMethod(call.method)) return INVALID_METHOD;
   if (!isValidRequestId(call.meta.request_id)) return INVALID_REQUEST_ID;
+  if (frameBytes >= MIN_TOO_DEEP_BYTES && isTooDeep(call)) return NESTED_TOO_DEEP;
   return null;
+}
+
+function isTooDeep(call: ClientCall): boolean {
+  // meta, args and kwargs sit at level 2, inside the frame array.
+  return isNestedDeeperThan(call.meta, MAX_FRAME_DEPTH, 2) || isNestedDeeperThan(call.args, MAX_FRAME_DEPTH, 2) || isNestedDeeperThan(call.kwargs, MAX_FRAME_DEPTH, 2);
 }
 
 /**

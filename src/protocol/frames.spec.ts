@@ -1,4 +1,4 @@
-import { encodeError, encodeFatalError, encodeHello, encodeLattice, encodeMessage, encodeResult, messageFrameHead } from './frames';
+import { encodeCallFault, encodeError, encodeFatalError, encodeHello, encodeLattice, encodeMessage, encodeResult, messageFrameHead } from './frames';
 
 describe(encodeHello.name, () => {
   it('splices the authorization JSON as the third element', () => {
@@ -66,6 +66,22 @@ describe(encodeError.name, () => {
     const meta = { request_id: 1, error_kind: 'mine' };
     encodeError(meta, 'http_error', 'null', 500);
     expect(meta).toEqual({ request_id: 1, error_kind: 'mine' });
+  });
+});
+
+describe(encodeCallFault.name, () => {
+  it('echoes the whole meta with error_kind overriding a client value', () => {
+    expect(JSON.parse(encodeCallFault({ request_id: 1, error_kind: 'x', a: [1] }, 'invalid method'))).toEqual([
+      'error',
+      { request_id: 1, error_kind: 'validation_error', a: [1] },
+      'invalid method',
+    ]);
+  });
+
+  it('echoes a meta nested 50,000 levels deep', () => {
+    const deep = '['.repeat(50_000) + ']'.repeat(50_000);
+    const frame = encodeCallFault(JSON.parse(`{"request_id":1,"d":${deep}}`) as Record<string, unknown>, 'nested too deep');
+    expect(frame).toBe(`["error",{"request_id":1,"d":${deep},"error_kind":"validation_error"},"nested too deep"]`);
   });
 });
 

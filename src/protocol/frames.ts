@@ -2,6 +2,7 @@
  * Wire frames (SPEC §3, §4, §6.3, §7, §9) and their encoders.
  * Encoders return the text to send; callers that fan out turn it into one Buffer.
  */
+import { stringifyIteratively } from './json-depth';
 
 export type JsonObject = Record<string, unknown>;
 
@@ -41,6 +42,15 @@ export function encodeError(meta: JsonObject, kind: ErrorKind, dataJson: string,
   const replyMeta: JsonObject = { ...meta, error_kind: kind };
   if (httpStatus !== undefined) replyMeta.http_error = httpStatus;
   return '["error",' + JSON.stringify(replyMeta) + ',' + dataJson + ']';
+}
+
+/**
+ * `["error", {...meta, "error_kind": "validation_error"}, text]` for a call
+ * refused by SPEC §4.1. The meta may be nested to any depth (rule 4), so it is
+ * written without recursion.
+ */
+export function encodeCallFault(meta: JsonObject, text: string): string {
+  return '["error",' + stringifyIteratively({ ...meta, error_kind: 'validation_error' }) + ',' + JSON.stringify(text) + ']';
 }
 
 /** The fixed head of a topic message frame: `["message",{"topic":"a.b"},` — append payload and `]`. */

@@ -66,13 +66,32 @@ export class RawWsClient {
   next(ms = 2000): Promise<Frame> {
     const frame = this.queue.shift();
     if (frame) return Promise.resolve(frame);
-    return within(new Promise<Frame>((resolve) => this.frameWaiters.push(resolve)), `a frame (seen so far: ${JSON.stringify(this.frames)})`, ms);
+    return within(new Promise<Frame>((resolve) => this.frameWaiters.push(resolve)), `a frame (seen so far: ${this.framesSeen()})`, ms);
+  }
+
+  /** The frames seen so far as JSON, or their count when they nest too deep for JSON.stringify. */
+  private framesSeen(): string {
+    try {
+      return JSON.stringify(this.frames).slice(0, 500);
+    } catch {
+      return `${this.frames.length} frames`;
+    }
   }
 
   /** The server's close frame, within `ms`. */
   closed(ms = 2000): Promise<{ code: number; reason: string }> {
     if (this.closeInfo) return Promise.resolve(this.closeInfo);
     return within(new Promise((resolve) => this.closeWaiters.push(resolve)), 'a close frame', ms);
+  }
+
+  /** Write raw bytes (e.g. frames from raw-frames.ts) to the TCP connection. */
+  write(bytes: Buffer): void {
+    this.socket.write(bytes);
+  }
+
+  /** Resolves once the TCP connection is gone (whoever closed it), within `ms`. */
+  socketClosed(ms = 2000): Promise<void> {
+    return within(this.ended, 'the TCP connection to close', ms);
   }
 
   /** Destroy the TCP connection and await its close. */
