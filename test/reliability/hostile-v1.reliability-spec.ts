@@ -107,7 +107,7 @@ function fuzzRequest(r: Rng, cid: string): Req {
   if (oddity === 5) return { kind: 'fuzz', parts: [Buffer.from('\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03')], ending: 'wait', allowed: [...PARSER, 0] };
   if (oddity === 6) return { kind: 'fuzz', parts: [Buffer.from('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n')], ending: 'wait', allowed: [404] };
   const okHere = OK_PATHS.has(path.split(/[?#]/)[0]) && (method === 'GET' || method === 'HEAD');
-  const batch = path === '/v1/batch' && method === 'POST';
+  const batch = path.split(/[?#]/)[0] === '/v1/batch' && method === 'POST';
   return { kind: 'fuzz', parts: [requestBytes(method, path, lines, body)], ending: 'wait', allowed: [...ROUTED, ...PARSER, ...(okHere || batch ? [200] : [])] };
 }
 
