@@ -35,7 +35,8 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
       // When we closed first, our code and reason say why: a slow consumer's
       // handshake never completes, so ws itself reports 1006 with no reason.
       const sent = connection.closedWith;
-      const closed = sent === null ? { code, reason: reason.toString(), closed_by: 'client' } : { ...sent, closed_by: 'gateway' };
+      // A client's own reason is text it chose (SPEC §10 logs sizes, never client text): its length only.
+      const closed = sent === null ? { code, reason_bytes: reason.length, closed_by: 'client' } : { ...sent, closed_by: 'gateway' };
       logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, ...closed });
     };
   }

@@ -81,4 +81,13 @@ describe('logs (SPEC §10)', () => {
     const leaks = t.logs.filter((line) => line.includes('SECRET') || line.includes(identityBase64));
     expect(leaks).toEqual([]);
   });
+
+  it('logs the length of a client\'s close reason, never its text', async () => {
+    const { client, cid } = await t.helloAs('alice');
+    client.socket.close(4000, 'SECRET_CLOSE_REASON');
+    await client.closed();
+    const line = await waitFor(() => parsedLogs().find((entry) => entry.msg === 'connection closed' && entry.connection_id === cid), 'the "connection closed" log line');
+    expect(line).toMatchObject({ code: 4000, reason_bytes: 'SECRET_CLOSE_REASON'.length, closed_by: 'client' });
+    expect(t.logs.filter((text) => text.includes('SECRET'))).toEqual([]);
+  });
 });
