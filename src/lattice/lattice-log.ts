@@ -107,6 +107,16 @@ export class LatticeLog {
     };
   }
 
+  /** The current position of each namespace in one round trip (null: Redis holds nothing for it). */
+  async positions(namespaces: readonly string[]): Promise<Array<LogPosition | null>> {
+    const commands = namespaces.map((namespace) => ['hmget', this.keys(namespace)[0], 'e', 'v']);
+    const replies = (await this.link.timed('hmget', this.link.command.pipeline(commands).exec())) ?? [];
+    return namespaces.map((_, i) => {
+      const [epoch, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
+      return epoch === null ? null : { epoch, version: Number(version) };
+    });
+  }
+
   /** Keep the keys of namespaces this node holds for another LATTICE_RETENTION. */
   async refresh(namespaces: Iterable<string>): Promise<void> {
     const commands: string[][] = [];

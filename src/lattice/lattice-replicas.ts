@@ -87,6 +87,34 @@ export class LatticeReplicas {
     void this.run(namespace, () => this.receive(namespace, position, entry));
   }
 
+  /**
+   * A missed update is seen at the next one by its version; a missed LAST
+   * update has no next one. So every so often compare each held namespace's
+   * position in Redis with ours, one round trip for all, and repair the ones
+   * behind.
+   */
+  async checkPositions(): Promise<void> {
+    const namespaces = [...this.replicas.keys()];
+    if (namespaces.length === 0) return;
+    const positions = await this.log.positions(namespaces);
+    namespaces.forEach((namespace, i) => {
+      const replica = this.replicas.get(namespace);
+      const current = positions[i];
+      if (replica === undefined || current === null) return;
+      const isBehind = (): boolean => {
+        const held = replica.position;
+        return held === null || held.epoch !== current.epoch || held.version < current.version;
+      };
+      if (!isBehind()) return;
+      void this.run(namespace, async () => {
+        // Steps queued meanwhile (an update's own repair) may have caught up already.
+        if (this.replicas.get(namespace) !== replica || !isBehind()) return;
+        this.repairs.inc();
+        await this.resync(namespace, replica, true);
+      });
+    });
+  }
+
   /** After a Redis reconnect: re-read every held namespace, healing what Redis lost. */
   async resyncAll(): Promise<void> {
     await Promise.all([...this.replicas.keys()].map((namespace) => this.run(namespace, () => this.resync(namespace, this.replicas.get(namespace)!, true))));

@@ -13,6 +13,9 @@ import { LatticeLog } from './lattice-log';
 import { LatticeReplicas } from './lattice-replicas';
 import { LatticeDelta, LatticeStore } from './lattice-store';
 
+/** Cluster mode: how often held namespaces are compared with their position in Redis (a missed last update). */
+const POSITION_CHECK_MS = 5000;
+
 interface SubscribeData {
   readonly namespace: string;
   readonly body: LatticeBody;
@@ -42,6 +45,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
   private expiryTimer: NodeJS.Timeout | null = null;
   private expiryAt: number | null = null;
   private retentionTimer: NodeJS.Timeout | null = null;
+  private positionTimer: NodeJS.Timeout | null = null;
   private readonly framesSent;
   /** Cluster mode only. */
   private readonly log: LatticeLog | null = null;
@@ -68,6 +72,10 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
       const replicas = this.replicas;
       this.retentionTimer = setInterval(() => void log.refresh(replicas.namespaces).catch(() => undefined), retentionRefreshMs(config.latticeRetentionMs));
       this.retentionTimer.unref();
+      this.positionTimer = setInterval(() => {
+        if (cluster.link!.isUp) void replicas.checkPositions().catch(() => undefined);
+      }, POSITION_CHECK_MS);
+      this.positionTimer.unref();
     }
   }
 
@@ -83,6 +91,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
   onModuleDestroy(): void {
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     if (this.retentionTimer) clearInterval(this.retentionTimer);
+    if (this.positionTimer) clearInterval(this.positionTimer);
   }
 
   /** Endpoint 4; resolves once the owner node attached the connection and sent its snapshot. */

@@ -97,6 +97,23 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     expect(await bob.client.next()).toEqual(lattice({ kept: {}, other: {} }));
   });
 
+  it('repairs a missed last update too, with no later update to reveal it (periodic position check)', async () => {
+    const [a, b] = cluster.nodes;
+    const alice = await a.helloAs('alice');
+    await call(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/chat`, { private: { alice: { room: {} } } });
+    await alice.client.next();
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const base = new ClusterNames(cluster.prefix).lattice('chat');
+      const version = await redis.hincrby(`${base}:meta`, 'v', 1);
+      await redis.xadd(`${base}:log`, `${version}-1`, 'x', JSON.stringify({ a: Date.now(), s: [['room', [['lost_counter', 9]]]], p: [] }));
+    } finally {
+      redis.disconnect();
+    }
+    // Checked every 5 s: the frame comes without any further update.
+    expect(await alice.client.next(8000)).toEqual(lattice({ room: { lost_counter: 9 } }));
+  }, 15_000);
+
   it('detects a missed update by its version and repairs from the log (gateway_lattice_repairs_total)', async () => {
     const [a, b] = cluster.nodes;
     const alice = await a.helloAs('alice');
