@@ -27,6 +27,18 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     expect(Object.keys(frame[2] as object)).toEqual(['barrier']);
   }
 
+  /** A shared counter of key `room` of namespace `chat` that reaches the log but whose message is lost (no PUBLISH). */
+  async function appendWithoutMessage(name: string, value: number): Promise<void> {
+    const redis = new Redis(TEST_REDIS_URL);
+    try {
+      const base = new ClusterNames(cluster.prefix).lattice('chat');
+      const version = await redis.hincrby(`${base}:meta`, 'v', 1);
+      await redis.xadd(`${base}:log`, `${version}-1`, 'x', JSON.stringify({ a: Date.now(), s: [['room', [[name, value]]]], p: [] }));
+    } finally {
+      redis.disconnect();
+    }
+  }
+
   it('sends an update made through node B to subscribers on A and C, each seeing only its keys', async () => {
     const [a, b, c] = cluster.nodes;
     const alice = await a.helloAs('alice');
@@ -102,14 +114,7 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     const alice = await a.helloAs('alice');
     await call(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/chat`, { private: { alice: { room: {} } } });
     await alice.client.next();
-    const redis = new Redis(TEST_REDIS_URL);
-    try {
-      const base = new ClusterNames(cluster.prefix).lattice('chat');
-      const version = await redis.hincrby(`${base}:meta`, 'v', 1);
-      await redis.xadd(`${base}:log`, `${version}-1`, 'x', JSON.stringify({ a: Date.now(), s: [['room', [['lost_counter', 9]]]], p: [] }));
-    } finally {
-      redis.disconnect();
-    }
+    await appendWithoutMessage('lost_counter', 9);
     // Checked every 5 s: the frame comes without any further update.
     expect(await alice.client.next(8000)).toEqual(lattice({ room: { lost_counter: 9 } }));
   }, 15_000);
@@ -119,15 +124,7 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     const alice = await a.helloAs('alice');
     await call(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/chat`, { private: { alice: { room: {} } } });
     await alice.client.next();
-    // An entry that reaches the log but whose message is lost on the way (no PUBLISH).
-    const redis = new Redis(TEST_REDIS_URL);
-    try {
-      const base = new ClusterNames(cluster.prefix).lattice('chat');
-      const version = await redis.hincrby(`${base}:meta`, 'v', 1);
-      await redis.xadd(`${base}:log`, `${version}-1`, 'x', JSON.stringify({ a: Date.now(), s: [['room', [['lost_counter', 7]]]], p: [] }));
-    } finally {
-      redis.disconnect();
-    }
+    await appendWithoutMessage('lost_counter', 7);
     await call(b.apiUrl, 'POST', '/v1/lattice/chat', { shared: { room: { next_counter: 8 } } });
     expect(await alice.client.next()).toEqual(lattice({ room: { lost_counter: 7 } }));
     expect(await alice.client.next()).toEqual(lattice({ room: { next_counter: 8 } }));
