@@ -42,6 +42,7 @@ export class EnvDto {
   @Expose() @IsByteSize() MAX_PAYLOAD_BYTES: string = '10MiB';
   @Expose() @IsByteSize() CLIENT_QUEUE_MAX_BYTES: string = '4MiB';
   @Expose() @IsWholeNumber(1) BATCH_MAX_COMMANDS: string = '1000';
+  @Expose() @IsWholeNumber(1) CLIENT_MAX_PENDING_CALLS: string = '100';
 
   @Expose() @IsDuration() NEW_CONNECTION_IDLE_TIMEOUT: string = '60s';
   @Expose() @IsDuration() CLIENT_MIN_IDLE_TIMEOUT: string = '1s';

@@ -88,6 +88,8 @@ export interface Limits {
   /** BATCH_MAX_COMMANDS: most commands in one `POST /v1/batch` (SPEC §5). */
   readonly batchMaxCommands: number;
   readonly clientQueueMaxBytes: number;
+  /** CLIENT_MAX_PENDING_CALLS: calls one connection may have awaiting their upstream answer (SPEC §1). */
+  readonly clientMaxPendingCalls: number;
 }
 
 export interface SessionTimings {

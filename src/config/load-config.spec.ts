@@ -46,6 +46,7 @@ const ENV_ROWS: EnvRow[] = [
   { key: 'MAX_CONNECTIONS', read: (c) => c.limits.maxConnections, byDefault: 100_000, valid: '10', parsed: 10, invalid: '1.5', message: 'MAX_CONNECTIONS: "1.5" is not a whole number >= 1' },
   { key: 'MAX_FRAME_BYTES', read: (c) => c.limits.maxFrameBytes, byDefault: 1_048_576, valid: '512KiB', parsed: 524_288, invalid: '1.5MiB', message: 'MAX_FRAME_BYTES: "1.5MiB" is not a byte size (examples: "1048576", "512KiB", "10MiB")' },
   { key: 'MAX_PAYLOAD_BYTES', read: (c) => c.limits.maxPayloadBytes, byDefault: 10_485_760, valid: '10MB', parsed: 10_000_000, invalid: '0', message: 'MAX_PAYLOAD_BYTES: "0" must be at least 1 byte' },
+  { key: 'CLIENT_MAX_PENDING_CALLS', read: (c) => c.limits.clientMaxPendingCalls, byDefault: 100, valid: '5', parsed: 5, invalid: '0', message: 'CLIENT_MAX_PENDING_CALLS: "0" is not a whole number >= 1' },
   { key: 'BATCH_MAX_COMMANDS', read: (c) => c.limits.batchMaxCommands, byDefault: 1000, valid: '100', parsed: 100, invalid: '0', message: 'BATCH_MAX_COMMANDS: "0" is not a whole number >= 1' },
   { key: 'CLIENT_QUEUE_MAX_BYTES', read: (c) => c.limits.clientQueueMaxBytes, byDefault: 4_194_304, valid: '1048576', parsed: 1_048_576, invalid: '4 MiBs', message: 'CLIENT_QUEUE_MAX_BYTES: "4 MiBs" is not a byte size (examples: "1048576", "512KiB", "10MiB")' },
   { key: 'NEW_CONNECTION_IDLE_TIMEOUT', read: (c) => c.sessions.newConnectionIdleTimeoutMs, byDefault: 60_000, valid: '200ms', parsed: 200, invalid: '-1s', message: 'NEW_CONNECTION_IDLE_TIMEOUT: "-1s" is not a duration (examples: "30s", "2m")' },

@@ -204,6 +204,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
       maxPayloadBytes: bytes(env.MAX_PAYLOAD_BYTES),
       batchMaxCommands: whole(env.BATCH_MAX_COMMANDS),
       clientQueueMaxBytes: bytes(env.CLIENT_QUEUE_MAX_BYTES),
+      clientMaxPendingCalls: whole(env.CLIENT_MAX_PENDING_CALLS),
     },
     sessions: {
       newConnectionIdleTimeoutMs: ms(env.NEW_CONNECTION_IDLE_TIMEOUT),

@@ -23,6 +23,8 @@ export class Connection {
   identity: Identity | null = null;
   /** Epoch ms of the last frame or pong from the client (heartbeat). */
   lastSeenAt = Date.now();
+  /** Calls awaiting their upstream answer, queued or in flight (CLIENT_MAX_PENDING_CALLS, SPEC §1). */
+  pendingCalls = 0;
   /** Client frames received before hello; null until one arrives (most connections never have any). */
   private earlyFrames: EarlyFrame[] | null = null;
   private earlyFramesBytes = 0;

@@ -8,7 +8,10 @@ import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../p
 import { SessionsService } from '../sessions/sessions.service';
 import { callReply } from '../upstream/call-reply';
 import { UpstreamClient } from '../upstream/upstream.client';
+import { UpstreamResponse } from '../upstream/upstream-response';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
+
+const QUEUE_FULL: UpstreamResponse = { kind: 'queue_full' };
 
 /**
  * The frame path (SPEC §4): codec → call checks → upstream → reply. Frames of a
@@ -20,6 +23,7 @@ export class ClientFramesService {
   private readonly logger = new Logger(ClientFramesService.name);
   private readonly maxFrameBytes: number;
   private readonly maxEarlyBytes: number;
+  private readonly maxPendingCalls: number;
   private readonly counted;
   private readonly sent;
 
@@ -32,8 +36,15 @@ export class ClientFramesService {
   ) {
     this.maxFrameBytes = config.limits.maxFrameBytes;
     this.maxEarlyBytes = config.limits.clientQueueMaxBytes;
+    this.maxPendingCalls = config.limits.clientMaxPendingCalls;
     const frames = metrics.clientFrames;
-    this.counted = { call: frames.labels('call'), fatal: frames.labels('fatal'), invalid: frames.labels('invalid'), internal: frames.labels('internal_error') };
+    this.counted = {
+      call: frames.labels('call'),
+      fatal: frames.labels('fatal'),
+      invalid: frames.labels('invalid'),
+      internal: frames.labels('internal_error'),
+      tooMany: frames.labels('too_many_requests'),
+    };
     const sent = metrics.framesSent;
     this.sent = { result: sent.labels('result'), error: sent.labels('error'), fatal: sent.labels('fatal_error') };
   }
@@ -65,10 +76,17 @@ export class ClientFramesService {
       if (connection.send(encodeCallFault(call.meta, fault.text))) this.sent.error.inc();
       return;
     }
-    this.counted.call.inc();
     const active = activeSeconds(call.meta);
     if (active !== null) this.sessions.touch(connection.userId!, active);
+    if (connection.pendingCalls >= this.maxPendingCalls) return this.refuseTooMany(connection, call);
+    this.counted.call.inc();
     this.forward(connection, call).catch((err: unknown) => this.onBug(connection, err, call));
+  }
+
+  /** SPEC §1 CLIENT_MAX_PENDING_CALLS: answered at once as a full queue is (§4.3), no upstream request. */
+  private refuseTooMany(connection: Connection, call: ClientCall): void {
+    this.counted.tooMany.inc();
+    if (connection.send(callReply(call.meta, QUEUE_FULL).frame)) this.sent.error.inc();
   }
 
   private async forward(connection: Connection, call: ClientCall): Promise<void> {
@@ -77,7 +95,10 @@ export class ClientFramesService {
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
     const requestId = route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
     const headers = { authorization: connection.identity!.authorization, requestId };
+    // post() never rejects, so the count always comes back down.
+    connection.pendingCalls++;
     const response = await this.upstream.post(route, body, headers, 'call');
+    connection.pendingCalls--;
     const reply = callReply(call.meta, response);
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
   }

@@ -4,7 +4,7 @@ import * as https from 'node:https';
 import { Destination, GatewayConfig } from '../config/gateway-config';
 import { GatewayMetrics, UpstreamKind } from '../metrics/gateway-metrics';
 import { Route } from './destinations';
-import { RequestGate } from './request-gate';
+import { CALL_LANE, FIRST_LANE, Lane, RequestGate, WaitingRequest } from './request-gate';
 import { UpstreamResponse } from './upstream-response';
 
 /** Per-request headers; the fixed ones are precomputed per destination. */
@@ -30,9 +30,28 @@ interface Pool {
   readonly counters: Map<string, { inc(): void }>;
 }
 
+const NO_RESOLVE = (): void => undefined;
+
+/** A request waiting in its destination's lane for a socket (SPEC §1). */
+class QueuedPost extends WaitingRequest {
+  timer: NodeJS.Timeout | undefined;
+  resolve: (response: UpstreamResponse) => void = NO_RESOLVE;
+
+  constructor(
+    lane: Lane,
+    readonly path: string,
+    readonly body: string,
+    readonly headers: UpstreamHeaders,
+    readonly kind: UpstreamKind,
+    readonly startedAt: number,
+  ) {
+    super(lane);
+  }
+}
+
 /**
  * HTTP POSTs to upstream destinations (SPEC §4.2): one keep-alive agent and one
- * admission gate per destination, a total timeout counted from issue (queue
+ * two-lane admission gate per destination, a total timeout counted from issue (queue
  * time included), `Content-Length` bodies, no redirects, no retries. Every
  * outcome is a value; nothing throws.
  *
@@ -59,8 +78,10 @@ export class UpstreamClient implements OnModuleDestroy {
   post(route: Route, body: string, headers: UpstreamHeaders, kind: UpstreamKind): Promise<UpstreamResponse> {
     const pool = this.pools.get(route.destination.name)!;
     const startedAt = performance.now();
-    if (!pool.gate.tryAdmit()) return Promise.resolve(this.record(pool, kind, QUEUE_FULL, startedAt));
-    return this.send(pool, route.path, body, headers, kind, startedAt);
+    // SPEC §1: authorization and inactivity notices go first; calls wait in a lane of their own.
+    const lane = kind === 'call' ? CALL_LANE : FIRST_LANE;
+    if (pool.gate.tryRun(lane)) return this.send(pool, route.path, body, headers, kind, lane, startedAt);
+    return this.wait(pool, new QueuedPost(lane, route.path, body, headers, kind, startedAt));
   }
 
   /** Requests waiting or running, over all destinations (shutdown drains on this). */
@@ -75,10 +96,34 @@ export class UpstreamClient implements OnModuleDestroy {
   }
 
   /**
-   * One exchange, admitted: it may wait in the agent's queue for a socket. Its
-   * timer runs from `startedAt`, so queue time counts toward the timeout (SPEC §1).
+   * Queue `queued` in its lane, or refuse it when the lane is full. Its timer
+   * runs from when it was issued: time in the queue counts (SPEC §1).
    */
-  private send(pool: Pool, path: string, body: string, headers: UpstreamHeaders, kind: UpstreamKind, startedAt: number): Promise<UpstreamResponse> {
+  private wait(pool: Pool, queued: QueuedPost): Promise<UpstreamResponse> {
+    return new Promise<UpstreamResponse>((resolve) => {
+      queued.resolve = resolve;
+      if (!pool.gate.enqueue(queued)) return resolve(this.record(pool, queued.kind, QUEUE_FULL, queued.startedAt));
+      queued.timer = setTimeout(() => {
+        pool.gate.cancel(queued);
+        resolve(this.record(pool, queued.kind, TIMEOUT, queued.startedAt));
+      }, pool.destination.timeoutMs);
+    });
+  }
+
+  /**
+   * A queued request got its socket (the gate already counts it as running).
+   * Started in a microtask: a request failing at once must not start the next one inside this stack.
+   */
+  private startQueued(pool: Pool, queued: QueuedPost): void {
+    clearTimeout(queued.timer);
+    queueMicrotask(() => void this.send(pool, queued.path, queued.body, queued.headers, queued.kind, queued.lane, queued.startedAt).then(queued.resolve));
+  }
+
+  /**
+   * One exchange holding a socket slot of the gate. Its timer runs from
+   * `startedAt`, so queue time counts toward the timeout (SPEC §1).
+   */
+  private send(pool: Pool, path: string, body: string, headers: UpstreamHeaders, kind: UpstreamKind, lane: Lane, startedAt: number): Promise<UpstreamResponse> {
     // A flat [name, value, …] array: Node writes it as is, without a setHeader per header.
     const requestHeaders = pool.baseHeaders.concat('Content-Length', String(Buffer.byteLength(body)));
     if (headers.authorization !== undefined) requestHeaders.push('Authorization', headers.authorization);
@@ -92,7 +137,8 @@ export class UpstreamClient implements OnModuleDestroy {
         if (isFinished) return;
         isFinished = true;
         clearTimeout(timer);
-        pool.gate.release();
+        const next = pool.gate.release(lane);
+        if (next !== null) this.startQueued(pool, next as QueuedPost);
         resolve(this.record(pool, kind, response, startedAt));
       };
       const options = { agent: pool.agent, hostname: pool.hostname, port: pool.port, method: 'POST', path, headers: requestHeaders };
@@ -104,7 +150,6 @@ export class UpstreamClient implements OnModuleDestroy {
         return finish({ kind: 'connection_error', reason: (err as Error).message });
       }
       // A plain timer, not an AbortSignal: the signal's listeners cost ~7% of the call path (bench/RESULTS.md).
-      // Destroying a request still queued in the agent is safe: when its turn comes it hands the socket on.
       timer = setTimeout(() => {
         finish(TIMEOUT);
         req.destroy();
@@ -155,7 +200,8 @@ function tooLarge(req: http.ClientRequest, resolve: (r: UpstreamResponse) => voi
 function createPool(destination: Destination, version: string, metrics: GatewayMetrics): Pool {
   const url = new URL(destination.url);
   const isHttps = url.protocol === 'https:';
-  // The agent queues requests beyond maxSockets itself (RequestGate only counts them).
+  // The gate hands out at most maxSockets requests at once, so the agent queues nothing of its own
+  // (only for the moment between an answer and its socket's return).
   const agentOptions = { keepAlive: true, maxSockets: destination.maxSockets, maxFreeSockets: destination.maxSockets };
   // With array headers Node adds no Host header of its own.
   const host = destination.overrideHostHeader ?? url.host;
