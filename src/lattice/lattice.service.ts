@@ -118,18 +118,18 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
 
   private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): Promise<void> | void {
     const connection = this.registry.get(connectionId);
+    // SPEC §5: an unknown or just-closed connection is 204 and nothing happens: its body is not
+    // merged, or the namespace and its private data would be kept with nobody to drop them.
+    if (connection === undefined || connection.state === 'closed') return;
     if (this.log !== null) return this.subscribeThroughLog(connection, namespace, body);
     // The update reaches every attached connection first, then the newcomer gets its snapshot (swindon's order).
     this.applyUpdate(namespace, body, Date.now(), true);
-    if (connection === undefined || connection.state === 'closed') return;
     this.attach(connection, namespace);
     if (connection.isReady) this.sendSnapshot(connection, namespace);
   }
 
   /** Cluster mode: the body goes into the log like any update; the newcomer's snapshot follows it in order. */
-  private async subscribeThroughLog(connection: Connection | undefined, namespace: string, body: LatticeBody): Promise<void> {
-    // SPEC §5: an unknown connection is 204 and nothing happens.
-    if (connection === undefined || connection.state === 'closed') return;
+  private async subscribeThroughLog(connection: Connection, namespace: string, body: LatticeBody): Promise<void> {
     const entry = { atMs: Date.now(), body };
     await this.replicas!.hold(namespace);
     const position = await this.log!.append(namespace, entry);
