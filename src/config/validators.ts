@@ -1,6 +1,8 @@
 import { isIP } from 'node:net';
 import { getMetadataStorage, registerDecorator, ValidationError, ValidationOptions } from 'class-validator';
-import parseDuration from 'parse-duration';
+import { parseDurationMs } from './duration';
+
+export { parseDurationMs };
 
 /**
  * Placeholder in problem texts. The loader replaces it with the quoted value,
@@ -13,8 +15,6 @@ export type Check = (value: unknown) => string | null;
 
 /** setTimeout fires at once beyond this, so no duration may exceed it. */
 const MAX_TIMER_MS = 2_147_483_647;
-const DURATION_TEXT = /^\s*(?:\d+(?:\.\d+)?\s*[A-Za-zµμ]+\s*)+$/;
-const DURATION_PART = /\d+(?:\.\d+)?\s*[A-Za-zµμ]+/g;
 const BYTE_SIZE_TEXT = /^\s*(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$/i;
 const BYTE_UNITS: Readonly<Record<string, number>> = {
   b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3,
@@ -35,21 +35,6 @@ const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 const BOOLEANS: Readonly<Record<string, boolean>> = {
   true: true, false: false, '1': true, '0': false, yes: true, no: false,
 };
-
-/**
- * Strict duration parse: one or more `<number><unit>` parts (parse-duration units).
- * Returns whole milliseconds, or null for anything else (empty, negative, unitless, "3 parsecs").
- */
-export function parseDurationMs(text: string): number | null {
-  if (!DURATION_TEXT.test(text)) return null;
-  let totalMs = 0;
-  for (const part of text.match(DURATION_PART) ?? []) {
-    const ms = parseDuration(part);
-    if (ms === null || ms === undefined || !Number.isFinite(ms)) return null;
-    totalMs += ms;
-  }
-  return Math.round(totalMs);
-}
 
 /** Parses `"1048576"`, `"512KiB"`, `"10MiB"`, `"10MB"` (unit case-insensitive) to bytes; null when malformed. */
 export function parseByteSize(text: string): number | null {
@@ -202,7 +187,7 @@ export function Satisfies(check: Check, options?: ValidationOptions): PropertyDe
     });
 }
 
-/** `@IsDuration()`: parse-duration text; `allowZero` for drain-style settings. */
+/** `@IsDuration()`: a strict duration (config/duration.ts); `allowZero` for drain-style settings. */
 export const IsDuration = (isZeroAllowed = false): PropertyDecorator => Satisfies(checkDuration(isZeroAllowed));
 /** `@IsByteSize()`: `"10MiB"`, `"1048576"`…, at least 1 byte. */
 export const IsByteSize = (): PropertyDecorator => Satisfies(checkByteSize);

@@ -64,6 +64,11 @@ describe(parseLatticeBody.name, () => {
     ['a zero expires_in', { private: { u: { room: { expires_in: '0s' } } } }, `private.u.room.expires_in: "0s" is not a positive duration ${DURATION_EXAMPLES}`],
     ['a negative expires_in', { private: { u: { room: { expires_in: '-5s' } } } }, `private.u.room.expires_in: "-5s" is not a positive duration ${DURATION_EXAMPLES}`],
     ['an infinite expires_in', { private: { u: { room: { expires_in: '1e400s' } } } }, `private.u.room.expires_in: "1e400s" is not a positive duration ${DURATION_EXAMPLES}`],
+    ['an expires_in with a trailing word', { private: { u: { room: { expires_in: '10s banana' } } } }, `private.u.room.expires_in: "10s banana" is not a positive duration ${DURATION_EXAMPLES}`],
+    ['a zero "0" expires_in', { private: { u: { room: { expires_in: '0' } } } }, `private.u.room.expires_in: "0" is not a positive duration ${DURATION_EXAMPLES}`],
+    ['an expires_in under 1 ms', { private: { u: { room: { expires_in: '100us' } } } }, `private.u.room.expires_in: "100us" is not a positive duration ${DURATION_EXAMPLES}`],
+    ['a 65-character expires_in', { private: { u: { room: { expires_in: '0'.repeat(63) + '1s' } } } }, 'private.u.room.expires_in: must be at most 64 characters'],
+    ['a 1 MiB expires_in', { private: { u: { room: { expires_in: '1'.repeat(1024 * 1024) + 's' } } } }, 'private.u.room.expires_in: must be at most 64 characters'],
   ])('rejects %s', (_case, body, message) => {
     expect(errorOf(body)).toBe(message);
   });

@@ -1,4 +1,4 @@
-import parseDuration from 'parse-duration';
+import { MAX_DURATION_CHARS, parseDurationMs } from '../config/duration';
 import { isValidLatticeKey, isValidUserId } from '../protocol/identifiers';
 import { validateVariable, variableKind, type VariableValue } from './crdt';
 
@@ -8,7 +8,7 @@ export type VariableMap = ReadonlyMap<string, VariableValue>;
 /** One user's entry for one key in `private`: its variables and optional expiry. */
 export interface PrivateEntryUpdate {
   readonly variables: VariableMap;
-  /** `expires_in` parsed to a positive number of milliseconds; undefined when absent. */
+  /** `expires_in` parsed to a positive whole number of milliseconds; undefined when absent. */
   readonly expiresInMs: number | undefined;
 }
 
@@ -42,7 +42,8 @@ class BodyError {
  * `JSON.parse`. The body must be an object; `shared` and `private` are
  * optional objects; every key, user id, variable name and value is checked;
  * `expires_in` is allowed only inside a private entry and must be a duration
- * string parse-duration reads as a positive, finite number of ms. Unknown
+ * string of at most 64 characters that parses strictly, as the configuration's
+ * durations do, to at least 1 ms (SPEC §6.2). Unknown
  * top-level keys are ignored. Never throws; on the first problem returns
  * `{ ok: false, message }` with the path first, e.g.
  * `private.user1.room1.last_seen_counter: must be a non-negative safe integer`.
@@ -110,8 +111,10 @@ function readVariables(entry: JsonObject, path: string): VariableMap {
 
 function readDuration(value: unknown, path: string): number {
   if (typeof value !== 'string') fail(path, 'must be a duration string such as "10s" or "90 minutes"');
-  const ms = parseDuration(value);
-  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0) {
+  // SPEC §6.2: bounded before it is read.
+  if (value.length > MAX_DURATION_CHARS) fail(path, `must be at most ${MAX_DURATION_CHARS} characters`);
+  const ms = parseDurationMs(value);
+  if (ms === null || ms <= 0) {
     fail(path, `${show(value)} is not a positive duration (examples: "10s", "90 minutes")`);
   }
   return ms;

@@ -15,6 +15,8 @@ import { LatticeDelta, LatticeStore } from './lattice-store';
 
 /** Cluster mode: how often held namespaces are compared with their position in Redis (a missed last update). */
 const POSITION_CHECK_MS = 5000;
+/** Longer delays make setTimeout fire at once; a far deadline is re-armed when this one fires. */
+const MAX_TIMER_MS = 2_147_483_647;
 
 interface SubscribeData {
   readonly namespace: string;
@@ -229,7 +231,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
       this.expiryAt = null;
       this.store.expire(Date.now());
       this.armExpiry();
-    }, Math.max(0, at - Date.now()));
+    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
     this.expiryTimer.unref();
   }
 }
