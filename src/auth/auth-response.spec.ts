@@ -148,6 +148,19 @@ describe(authOutcome.name, () => {
       });
     });
 
+    it.each([
+      ['5,000 levels', 5000],
+      ['129 levels (the root object is level 1)', 128],
+    ])('fails a response nested %s deep with 500 and null, and says why, without throwing', (_case, inner) => {
+      const body = `{"user_id":"u","x":${'['.repeat(inner)}${']'.repeat(inner)}}`;
+      expect(authOutcome(ok(body))).toEqual({ ok: false, status: 500, dataJson: 'null', reason: 'response nested deeper than 128 levels' });
+    });
+
+    it('accepts a response nested exactly 128 levels deep', () => {
+      const body = `{"user_id":"u","x":${'['.repeat(127)}${']'.repeat(127)}}`;
+      expect(authOutcome(ok(body))).toMatchObject({ ok: true });
+    });
+
     it('counts UTF-8 bytes, not characters, against 8 KiB', () => {
       const body = JSON.stringify({ user_id: 'u', pad: 'é'.repeat(MAX_AUTH_JSON_BYTES / 2) });
       expect(body.length).toBeLessThan(MAX_AUTH_JSON_BYTES + 100);

@@ -2,7 +2,7 @@ import { Injectable, Logger } from '@nestjs/common';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
+import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
 import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
 import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
@@ -12,6 +12,8 @@ import { UpstreamResponse } from '../upstream/upstream-response';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 
 const QUEUE_FULL: UpstreamResponse = { kind: 'queue_full' };
+/** SPEC §3: client frames a connection may have the gateway hold before its hello. */
+const EARLY_FRAMES_MAX_BYTES = 64 * 1024;
 
 /**
  * The frame path (SPEC §4): codec → call checks → upstream → reply. Frames of a
@@ -35,7 +37,7 @@ export class ClientFramesService {
     metrics: GatewayMetrics,
   ) {
     this.maxFrameBytes = config.limits.maxFrameBytes;
-    this.maxEarlyBytes = config.limits.clientQueueMaxBytes;
+    this.maxEarlyBytes = Math.min(EARLY_FRAMES_MAX_BYTES, config.limits.clientQueueMaxBytes);
     this.maxPendingCalls = config.limits.clientMaxPendingCalls;
     const frames = metrics.clientFrames;
     this.counted = {
@@ -64,11 +66,8 @@ export class ClientFramesService {
   private handle(connection: Connection, data: Buffer, isBinary: boolean): void {
     const call = parseClientFrame(data, isBinary, this.maxFrameBytes);
     if (isFrameFault(call)) {
-      this.counted.fatal.inc();
-      this.sent.fatal.inc();
       // [fix] swindon dropped TCP silently; SPEC §4.1 answers and closes with 1007/1003/1009.
-      connection.close(call.closeCode, REASON_VALIDATION_ERROR, encodeFatalError('validation_error', JSON.stringify(call.text)));
-      return;
+      return this.closeWithFatal(connection, call.closeCode, REASON_VALIDATION_ERROR, call.text);
     }
     const fault = checkCall(call, data.length);
     if (fault !== null) {
@@ -103,10 +102,21 @@ export class ClientFramesService {
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
   }
 
+  /** SPEC §3: kept for after hello, within a small budget; an oversized frame is refused at once (§4.1). */
   private keepEarly(connection: Connection, data: Buffer, isBinary: boolean): void {
-    if (!connection.keepEarlyFrame({ data, isBinary }, this.maxEarlyBytes)) {
-      connection.close(CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT);
+    if (data.length > this.maxFrameBytes) {
+      return this.closeWithFatal(connection, CLOSE_MESSAGE_TOO_BIG, REASON_VALIDATION_ERROR, `frame of ${data.length} bytes exceeds the limit of ${this.maxFrameBytes} bytes`);
     }
+    if (!connection.keepEarlyFrame({ data, isBinary }, this.maxEarlyBytes)) {
+      connection.takeEarly();
+      this.closeWithFatal(connection, CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, `frames before hello exceed ${this.maxEarlyBytes} bytes`);
+    }
+  }
+
+  private closeWithFatal(connection: Connection, code: number, reason: string, text: string): void {
+    this.counted.fatal.inc();
+    this.sent.fatal.inc();
+    connection.close(code, reason, encodeFatalError('validation_error', JSON.stringify(text)));
   }
 
   private onBug(connection: Connection, err: unknown, call: ClientCall | undefined): void {

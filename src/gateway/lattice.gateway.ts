@@ -51,7 +51,11 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
       socket.on('close', this.onCloseLog);
       this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
     }
-    this.hello.start(connection, req).catch(() => connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR));
+    this.hello.start(connection, req).catch((err: unknown) => {
+      // A bug: no answer of the backend may end here (SPEC §3), so it is logged, never swallowed.
+      this.logger.error({ msg: 'connection start failed', connection_id: connection.id, error: err instanceof Error ? err.name : 'unknown' });
+      connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR);
+    });
   }
 
   handleDisconnect(socket: GatewaySocket): void {

@@ -38,6 +38,9 @@ describe(isValidMethod.name, () => {
     ['a trailing newline', 'a\n'],
     ['the reserved prefix', 'gateway.authorize_connection'],
     ['any method under the reserved prefix', 'gateway.x.y'],
+    ['the reserved prefix capitalised', 'Gateway.authorize_connection'],
+    ['the reserved prefix in capitals', 'GATEWAY.session_inactive'],
+    ['the reserved prefix in mixed case', 'gAtEwAy.x'],
   ])('rejects %s', (_case, method) => {
     expect(isValidMethod(method)).toBe(false);
   });
@@ -88,21 +91,21 @@ describe(isValidRequestId.name, () => {
 });
 
 describe(isValidTopic.name, () => {
-  it.each(['a', 'chat/room-1', 'user:42/inbox', 'a_b/c-d/e:f'])('accepts %p', (topic) => {
+  it.each(['a', 'chat/room-1', 'user:42/inbox', 'a_b/c-d/e:f', 't'.repeat(256), 'a/'.repeat(127) + 'bc'])('accepts %p', (topic) => {
     expect(isValidTopic(topic)).toBe(true);
   });
 
-  it.each(['', '/a', 'a/', 'a//b', 'a.b', 'a b', 'ä'])('rejects %p', (topic) => {
+  it.each(['', '/a', 'a/', 'a//b', 'a.b', 'a b', 'ä', 't'.repeat(257), 't'.repeat(5000)])('rejects %p', (topic) => {
     expect(isValidTopic(topic)).toBe(false);
   });
 });
 
 describe(isValidNamespace.name, () => {
-  it.each(['a', 'chat/rooms', 'a_b/c-d'])('accepts %p', (ns) => {
+  it.each(['a', 'chat/rooms', 'a_b/c-d', 'n'.repeat(256)])('accepts %p', (ns) => {
     expect(isValidNamespace(ns)).toBe(true);
   });
 
-  it.each(['', '/a', 'a/', 'a//b', 'a:b', 'a.b', 'a b'])('rejects %p', (ns) => {
+  it.each(['', '/a', 'a/', 'a//b', 'a:b', 'a.b', 'a b', 'n'.repeat(257)])('rejects %p', (ns) => {
     expect(isValidNamespace(ns)).toBe(false);
   });
 });

@@ -10,6 +10,10 @@ const NAMESPACE_RE = /^[A-Za-z0-9_/-]+$/;
 const USER_ID_RE = /^[A-Za-z0-9:_/-]{1,256}$/;
 const CONNECTION_ID_RE = /^[A-Za-z0-9_-]{1,64}$/;
 const LATTICE_KEY_RE = /^[A-Za-z0-9:_.-]{1,256}$/;
+/** SPEC §4.1: `gateway.` in any letter case (a backend may route without regard to case). */
+const RESERVED_METHOD_RE = /^gateway\./i;
+/** SPEC §5: topics and namespaces are at most 256 characters, as user ids and lattice keys are. */
+export const MAX_PATH_NAME_CHARS = 256;
 const SLASHES = /\//g;
 
 /** The method prefix reserved for the gateway's own upstream calls (SPEC §4.1). */
@@ -17,9 +21,9 @@ export const RESERVED_METHOD_PREFIX = 'gateway.';
 /** Lattice namespaces reserved on the server side (seed §2.6). */
 export const RESERVED_NAMESPACE_PREFIX = 'gateway/';
 
-/** A client-callable method: dotted name, not under `gateway.`. */
+/** A client-callable method: dotted name, not under `gateway.` in any letter case. */
 export function isValidMethod(method: string): boolean {
-  return METHOD_RE.test(method) && !method.startsWith(RESERVED_METHOD_PREFIX);
+  return METHOD_RE.test(method) && !RESERVED_METHOD_RE.test(method);
 }
 
 /** Any dotted method name, reserved ones included (routing patterns, gateway calls). */
@@ -33,14 +37,14 @@ export function isValidRequestId(value: unknown): boolean {
   return typeof value === 'string' && STRING_REQUEST_ID_RE.test(value);
 }
 
-/** Topic path segment: `a-zA-Z0-9:_/-`, non-empty, no empty `/` parts. */
+/** Topic path: 1–256 chars of `a-zA-Z0-9:_/-`, no empty `/` parts. */
 export function isValidTopic(topic: string): boolean {
-  return TOPIC_RE.test(topic) && hasNoEmptySegment(topic);
+  return topic.length <= MAX_PATH_NAME_CHARS && TOPIC_RE.test(topic) && hasNoEmptySegment(topic);
 }
 
-/** Lattice namespace path: `a-zA-Z0-9_/-`, non-empty, no empty `/` parts. */
+/** Lattice namespace path: 1–256 chars of `a-zA-Z0-9_/-`, no empty `/` parts. */
 export function isValidNamespace(namespace: string): boolean {
-  return NAMESPACE_RE.test(namespace) && hasNoEmptySegment(namespace);
+  return namespace.length <= MAX_PATH_NAME_CHARS && NAMESPACE_RE.test(namespace) && hasNoEmptySegment(namespace);
 }
 
 /** User id: 1–256 chars of `a-zA-Z0-9:_/-`. */

@@ -230,7 +230,7 @@ describe('authorization (SPEC §3)', () => {
   describe('before hello, with CLIENT_QUEUE_MAX_BYTES=1KiB', () => {
     beforeEach(async () => (t = await startTestGateway({ CLIENT_QUEUE_MAX_BYTES: '1KiB' })));
 
-    it('closes 1008 early_frames_over_limit when frames before hello exceed CLIENT_QUEUE_MAX_BYTES', async () => {
+    it('closes 1008 early_frames_over_limit when frames before hello exceed CLIENT_QUEUE_MAX_BYTES (below the 64 KiB budget)', async () => {
       t.upstream.on(`POST ${AUTH_PATH}`, 'hang');
       const client = await t.connect();
       await t.upstream.requestTo(AUTH_PATH);
@@ -240,8 +240,9 @@ describe('authorization (SPEC §3)', () => {
       await client.flush();
       expect(client.socket.readyState).toBe(client.socket.OPEN);
       client.send(frame); // over 1 KiB
+      expect(await client.next()).toEqual(['fatal_error', { error_kind: 'validation_error' }, 'frames before hello exceed 1024 bytes']);
       expect(await client.closed()).toEqual({ code: 1008, reason: 'early_frames_over_limit' });
-      expect(client.frames).toEqual([]);
+      expect(client.frames).toHaveLength(1);
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH]);
     });
   });
