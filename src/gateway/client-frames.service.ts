@@ -26,6 +26,12 @@ export class ClientFramesService {
   private readonly maxFrameBytes: number;
   private readonly maxEarlyBytes: number;
   private readonly maxPendingCalls: number;
+  /** Connections paused this turn for flooding; resumed together on the next one. */
+  private readonly pausedFloods: Connection[] = [];
+  private readonly resumeFloods = (): void => {
+    for (const connection of this.pausedFloods) if (connection.state !== 'closed') connection.socket.resume();
+    this.pausedFloods.length = 0;
+  };
   private readonly counted;
   private readonly sent;
 
@@ -82,10 +88,19 @@ export class ClientFramesService {
     this.forward(connection, call).catch((err: unknown) => this.onBug(connection, err, call));
   }
 
-  /** SPEC §1 CLIENT_MAX_PENDING_CALLS: answered at once as a full queue is (§4.3), no upstream request. */
+  /**
+   * SPEC §1 CLIENT_MAX_PENDING_CALLS: answered at once as a full queue is (§4.3), no upstream request.
+   * A connection over its limit is flooding: it stops being read until the next turn of the event
+   * loop, so the frames of one socket read are answered and then everybody else gets a turn (a
+   * socket's backlog is otherwise read up to 32 × 64 KiB at a time, seconds of refusals that would
+   * delay every login and call behind them).
+   */
   private refuseTooMany(connection: Connection, call: ClientCall): void {
     this.counted.tooMany.inc();
     if (connection.send(callReply(call.meta, QUEUE_FULL).frame)) this.sent.error.inc();
+    if (connection.socket.isPaused) return;
+    connection.socket.pause();
+    if (this.pausedFloods.push(connection) === 1) setImmediate(this.resumeFloods);
   }
 
   private async forward(connection: Connection, call: ClientCall): Promise<void> {
