@@ -79,11 +79,15 @@ export class RequestGate {
     return true;
   }
 
+  /** Whether `lane` holds `queueLimit` waiting requests: a request that cannot run now is refused. */
+  isFull(lane: Lane): boolean {
+    return this.lanes[lane].length >= this.queueLimit;
+  }
+
   /** Queue a request that could not run; false (nothing queued) when its lane is full. */
   enqueue(request: WaitingRequest): boolean {
-    const lane = this.lanes[request.lane];
-    if (lane.length >= this.queueLimit) return false;
-    lane.push(request);
+    if (this.isFull(request.lane)) return false;
+    this.lanes[request.lane].push(request);
     return true;
   }
 

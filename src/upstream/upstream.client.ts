@@ -18,7 +18,12 @@ export interface UpstreamHeaders {
 interface Pool {
   readonly destination: Destination;
   readonly gate: RequestGate;
-  readonly agent: http.Agent;
+  /**
+   * One keep-alive agent per lane, indexed by Lane. The calls' agent has exactly
+   * the calls' share of sockets, so when a call ends the next one is already
+   * queued in it and takes the socket straight over (no trip through the free list).
+   */
+  readonly agents: readonly [http.Agent, http.Agent];
   readonly request: typeof http.request;
   readonly hostname: string;
   readonly port: number;
@@ -30,12 +35,16 @@ interface Pool {
   readonly counters: Map<string, { inc(): void }>;
 }
 
-const NO_RESOLVE = (): void => undefined;
+type Resolve = (response: UpstreamResponse) => void;
 
-/** A request waiting in its destination's lane for a socket (SPEC §1). */
+/**
+ * A request waiting in its destination's lane for a socket (SPEC §1). Its one
+ * timer, armed when it is issued, runs on once it has a socket: `onTimeout`
+ * then aborts the exchange.
+ */
 class QueuedPost extends WaitingRequest {
   timer: NodeJS.Timeout | undefined;
-  resolve: (response: UpstreamResponse) => void = NO_RESOLVE;
+  onTimeout: (() => void) | null = null;
 
   constructor(
     lane: Lane,
@@ -44,6 +53,7 @@ class QueuedPost extends WaitingRequest {
     readonly headers: UpstreamHeaders,
     readonly kind: UpstreamKind,
     readonly startedAt: number,
+    readonly resolve: Resolve,
   ) {
     super(lane);
   }
@@ -80,8 +90,9 @@ export class UpstreamClient implements OnModuleDestroy {
     const startedAt = performance.now();
     // SPEC §1: authorization and inactivity notices go first; calls wait in a lane of their own.
     const lane = kind === 'call' ? CALL_LANE : FIRST_LANE;
-    if (pool.gate.tryRun(lane)) return this.send(pool, route.path, body, headers, kind, lane, startedAt);
-    return this.wait(pool, new QueuedPost(lane, route.path, body, headers, kind, startedAt));
+    if (pool.gate.tryRun(lane)) return new Promise((resolve) => this.start(pool, route.path, body, headers, kind, lane, startedAt, resolve, null));
+    if (pool.gate.isFull(lane)) return Promise.resolve(this.record(pool, kind, QUEUE_FULL, startedAt));
+    return new Promise((resolve) => this.wait(pool, new QueuedPost(lane, route.path, body, headers, kind, startedAt, resolve)));
   }
 
   /** Requests waiting or running, over all destinations (shutdown drains on this). */
@@ -92,71 +103,61 @@ export class UpstreamClient implements OnModuleDestroy {
   }
 
   onModuleDestroy(): void {
-    for (const pool of this.pools.values()) pool.agent.destroy();
+    for (const pool of this.pools.values()) for (const agent of pool.agents) agent.destroy();
+  }
+
+  /** Queue `queued` in its lane (not full: checked by the caller). Its timer runs from issue (SPEC §1). */
+  private wait(pool: Pool, queued: QueuedPost): void {
+    pool.gate.enqueue(queued);
+    queued.timer = setTimeout(() => {
+      if (queued.onTimeout !== null) return queued.onTimeout();
+      pool.gate.cancel(queued);
+      queued.resolve(this.record(pool, queued.kind, TIMEOUT, queued.startedAt));
+    }, pool.destination.timeoutMs - (performance.now() - queued.startedAt));
   }
 
   /**
-   * Queue `queued` in its lane, or refuse it when the lane is full. Its timer
-   * runs from when it was issued: time in the queue counts (SPEC §1).
+   * One exchange holding a socket slot of the gate; `queued` when it waited in
+   * a lane (its timer is reused). The total timeout counts from `startedAt`,
+   * queue time included (SPEC §1).
    */
-  private wait(pool: Pool, queued: QueuedPost): Promise<UpstreamResponse> {
-    return new Promise<UpstreamResponse>((resolve) => {
-      queued.resolve = resolve;
-      if (!pool.gate.enqueue(queued)) return resolve(this.record(pool, queued.kind, QUEUE_FULL, queued.startedAt));
-      queued.timer = setTimeout(() => {
-        pool.gate.cancel(queued);
-        resolve(this.record(pool, queued.kind, TIMEOUT, queued.startedAt));
-      }, pool.destination.timeoutMs);
-    });
-  }
-
-  /**
-   * A queued request got its socket (the gate already counts it as running).
-   * Started in a microtask: a request failing at once must not start the next one inside this stack.
-   */
-  private startQueued(pool: Pool, queued: QueuedPost): void {
-    clearTimeout(queued.timer);
-    queueMicrotask(() => void this.send(pool, queued.path, queued.body, queued.headers, queued.kind, queued.lane, queued.startedAt).then(queued.resolve));
-  }
-
-  /**
-   * One exchange holding a socket slot of the gate. Its timer runs from
-   * `startedAt`, so queue time counts toward the timeout (SPEC §1).
-   */
-  private send(pool: Pool, path: string, body: string, headers: UpstreamHeaders, kind: UpstreamKind, lane: Lane, startedAt: number): Promise<UpstreamResponse> {
+  private start(pool: Pool, path: string, body: string, headers: UpstreamHeaders, kind: UpstreamKind, lane: Lane, startedAt: number, resolve: Resolve, queued: QueuedPost | null): void {
     // A flat [name, value, …] array: Node writes it as is, without a setHeader per header.
     const requestHeaders = pool.baseHeaders.concat('Content-Length', String(Buffer.byteLength(body)));
     if (headers.authorization !== undefined) requestHeaders.push('Authorization', headers.authorization);
     if (headers.requestId !== undefined && pool.destination.requestIdHeader !== null) {
       requestHeaders.push(pool.destination.requestIdHeader, headers.requestId);
     }
-    return new Promise<UpstreamResponse>((resolve) => {
-      let timer: NodeJS.Timeout | undefined;
-      let isFinished = false;
-      const finish = (response: UpstreamResponse): void => {
-        if (isFinished) return;
-        isFinished = true;
-        clearTimeout(timer);
-        const next = pool.gate.release(lane);
-        if (next !== null) this.startQueued(pool, next as QueuedPost);
-        resolve(this.record(pool, kind, response, startedAt));
-      };
-      const options = { agent: pool.agent, hostname: pool.hostname, port: pool.port, method: 'POST', path, headers: requestHeaders };
-      let req: http.ClientRequest;
-      try {
-        req = pool.request(options, (res) => this.readResponse(req, res, finish));
-      } catch (err) {
-        // Node refuses a header value synchronously; ours are validated, but the slot must come back.
-        return finish({ kind: 'connection_error', reason: (err as Error).message });
-      }
-      // A plain timer, not an AbortSignal: the signal's listeners cost ~7% of the call path (bench/RESULTS.md).
-      timer = setTimeout(() => {
-        finish(TIMEOUT);
-        req.destroy();
-      }, pool.destination.timeoutMs - (performance.now() - startedAt));
-      req.on('error', (err) => finish({ kind: 'connection_error', reason: err.message }));
-      req.end(body);
-    });
+    let timer: NodeJS.Timeout | undefined;
+    let isFinished = false;
+    const finish = (response: UpstreamResponse): void => {
+      if (isFinished) return;
+      isFinished = true;
+      clearTimeout(queued === null ? timer : queued.timer);
+      // Started now, in this same turn: the agent still counts the ending socket as busy, so it
+      // queues the next request and hands that socket straight to it once it is free.
+      const next = pool.gate.release(lane) as QueuedPost | null;
+      if (next !== null) this.start(pool, next.path, next.body, next.headers, next.kind, next.lane, next.startedAt, next.resolve, next);
+      resolve(this.record(pool, kind, response, startedAt));
+    };
+    const options = { agent: pool.agents[lane], hostname: pool.hostname, port: pool.port, method: 'POST', path, headers: requestHeaders };
+    let req: http.ClientRequest;
+    try {
+      req = pool.request(options, (res) => this.readResponse(req, res, finish));
+    } catch (err) {
+      // Node refuses a header value synchronously; ours are validated, but the slot must come back.
+      // Later, not here: the next queued request must not start inside this stack.
+      return queueMicrotask(() => finish({ kind: 'connection_error', reason: (err as Error).message }));
+    }
+    // A plain timer, not an AbortSignal: the signal's listeners cost ~7% of the call path (bench/RESULTS.md).
+    const onTimeout = (): void => {
+      finish(TIMEOUT);
+      req.destroy();
+    };
+    if (queued === null) timer = setTimeout(onTimeout, pool.destination.timeoutMs - (performance.now() - startedAt));
+    else queued.onTimeout = onTimeout;
+    req.on('error', (err) => finish({ kind: 'connection_error', reason: err.message }));
+    req.end(body);
   }
 
   private readResponse(req: http.ClientRequest, res: http.IncomingMessage, resolve: (r: UpstreamResponse) => void): void {
@@ -200,17 +201,24 @@ function tooLarge(req: http.ClientRequest, resolve: (r: UpstreamResponse) => voi
 function createPool(destination: Destination, version: string, metrics: GatewayMetrics): Pool {
   const url = new URL(destination.url);
   const isHttps = url.protocol === 'https:';
-  // The gate hands out at most maxSockets requests at once, so the agent queues nothing of its own
-  // (only for the moment between an answer and its socket's return).
-  const agentOptions = { keepAlive: true, maxSockets: destination.maxSockets, maxFreeSockets: destination.maxSockets };
+  // The gate runs at most maxSockets requests at once, calls at most their share: each agent
+  // queues only the request started while an ending one's socket is not yet free.
+  const gate = new RequestGate(destination.maxSockets, destination.queueLimit);
+  const Agent = isHttps ? https.Agent : http.Agent;
+  const callSockets = gate.maxRunningCalls;
+  // The first lane keeps idle only the sockets calls may not use: idle connections stay within maxSockets.
+  const firstLaneIdle = Math.max(1, destination.maxSockets - callSockets);
   // With array headers Node adds no Host header of its own.
   const host = destination.overrideHostHeader ?? url.host;
   const baseHeaders = ['Host', host, 'Content-Type', 'application/json', 'User-Agent', `gateway/${version}`];
   const histogram = metrics.upstreamDuration;
   return {
     destination,
-    gate: new RequestGate(destination.maxSockets, destination.queueLimit),
-    agent: isHttps ? new https.Agent(agentOptions) : new http.Agent(agentOptions),
+    gate,
+    agents: [
+      new Agent({ keepAlive: true, maxSockets: destination.maxSockets, maxFreeSockets: firstLaneIdle }),
+      new Agent({ keepAlive: true, maxSockets: callSockets, maxFreeSockets: callSockets }),
+    ],
     request: isHttps ? https.request : http.request,
     hostname: url.hostname.replace(/^\[|\]$/g, ''),
     port: Number(url.port) || (isHttps ? 443 : 80),
