@@ -21,7 +21,8 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
   let t: TestGateway;
   let barriers = 0;
 
-  beforeEach(async () => (t = await start({ MAX_PAYLOAD_BYTES: '1KiB' })));
+  // A short activity window: a watched user goes inactive on its own, and its last connection then closing shows offline (SPEC §8).
+  beforeEach(async () => (t = await start({ MAX_PAYLOAD_BYTES: '1KiB', NEW_CONNECTION_IDLE_TIMEOUT: '300ms' })));
   afterEach(() => t.close());
 
   const call = (method: string, path: string, body?: unknown): Promise<ApiResponse> => api(t.apiUrl, method, path, body);
@@ -51,14 +52,14 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       // Read your writes (SPEC §11): counted out on the owner node before the answer.
       expect(await t.openConnections()).toBe(1);
       expect(await first.client.closed()).toEqual(DISCONNECTED);
-      expect(first.client.frames).toEqual([]);
+      expect(first.client.frames.map((f) => f[0])).toEqual(['hello']);
       await expectOpenAndQuiet(second.client);
     });
 
-    it("ends the user's session: watchers see the user offline", async () => {
+    it("ends the connection for presence: watchers of an inactive user see it offline at once", async () => {
       const bob = await t.helloAs('bob');
       const { watcher, snapshot } = await watchingWith(['bob']);
-      expect(snapshot.bob.status_register[1]).toBe('active');
+      await untilInactive(watcher, snapshot, 'bob');
       await expectNoContent('DELETE', `/v1/connection/${bob.cid}`);
       expect(statusesOf(await watcher.next()).bob.status_register[1]).toBe('offline');
       expect(await bob.client.closed()).toEqual(DISCONNECTED);
@@ -118,11 +119,11 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
 
   describe('DELETE /v1/user/{user_id}/connections', () => {
     it("closes every connection of that user with 4403, and no other user's", async () => {
-      const { watcher } = await watchingWith(['alice']);
       const alice1 = await t.helloAs('alice', 'user=alice&n=1');
-      expect(statusesOf(await watcher.next()).alice.status_register[1]).toBe('active');
       const alice2 = await t.helloAs('alice', 'user=alice&n=2');
       const bob = await t.helloAs('bob');
+      const { watcher, snapshot } = await watchingWith(['alice']);
+      await untilInactive(watcher, snapshot, 'alice');
       expect(await t.openConnections()).toBe(4);
       await expectNoContent('DELETE', '/v1/user/alice/connections');
       expect(await t.openConnections()).toBe(2);
@@ -195,5 +196,14 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
     const snapshot = statusesOf(await watcher.client.next());
     expect(Object.keys(snapshot).sort()).toEqual([...users].sort());
     return { watcher: watcher.client, snapshot };
+  }
+
+  /** Read the watcher's status pushes until `user` is inactive (its connections stay open; SPEC §8). */
+  async function untilInactive(watcher: WsClient, snapshot: Statuses, user: string): Promise<void> {
+    let status = snapshot[user].status_register[1];
+    while (status !== 'inactive') {
+      const pushed = statusesOf(await watcher.next(5000))[user];
+      if (pushed !== undefined) status = pushed.status_register[1];
+    }
   }
 });
