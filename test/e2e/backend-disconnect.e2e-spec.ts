@@ -1,4 +1,4 @@
-import { TOPOLOGIES } from './harness/cluster';
+import { TOPOLOGIES, TestCluster, startTestCluster } from './harness/cluster';
 import { TestGateway } from './harness/gateway';
 import { ApiResponse, api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
@@ -206,4 +206,24 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       if (pushed !== undefined) status = pushed.status_register[1];
     }
   }
+});
+
+describe('backend disconnect across a cluster (SPEC §12.6, §11)', () => {
+  let cluster: TestCluster;
+  beforeEach(async () => (cluster = await startTestCluster(2)));
+  afterEach(() => cluster.close());
+
+  it("closes a user's connections on every node, and no other user's, before the 204", async () => {
+    const [a, b] = cluster.nodes;
+    const onA = await a.helloAs('alice', 'user=alice&node=a');
+    const onB = await b.helloAs('alice', 'user=alice&node=b');
+    const bob = await b.helloAs('bob');
+    const res = await api(a.apiUrl, 'DELETE', '/v1/user/alice/connections');
+    expect({ status: res.status, text: res.text }).toEqual({ status: 204, text: '' });
+    // Read your writes: both nodes have removed alice's connections when the 204 arrives.
+    expect({ a: await a.openConnections(), b: await b.openConnections() }).toEqual({ a: 0, b: 1 });
+    expect(await onA.client.closed()).toEqual(DISCONNECTED);
+    expect(await onB.client.closed()).toEqual(DISCONNECTED);
+    expect(await bob.client.call('test.barrier', { request_id: 1 })).toEqual(['result', { request_id: 1 }, { args: [], kwargs: {} }]);
+  });
 });
