@@ -32,3 +32,7 @@ export const REASON_SESSION_RESUMED = 'session_resumed';
 export function backendErrorCloseCode(status: number): number {
   return CLOSE_BACKEND_ERROR_BASE + status;
 }
+
+/** SPEC §12.6: the backend ended the connection (DELETE /v1/connection/{cid} or /v1/user/{uid}/connections); not resumable. */
+export const CLOSE_DISCONNECTED = 4403;
+export const REASON_DISCONNECTED = 'disconnected';
