@@ -19,7 +19,8 @@ export class ConnectionRegistry {
   /** A user's one connection as itself (the usual case, no Set to hold); two or more in a Set. */
   private readonly byUser = new Map<string, Connection | Set<Connection>>();
   private readonly removeListeners: ConnectionListener[] = [];
-  private detachedCount = 0;
+  /** Detached sessions (SPEC §12.2): in the registry, without a socket. */
+  private readonly detached = new Set<Connection>();
   private readonly onSlowConsumer: (connection: Connection) => void;
 
   constructor(
@@ -36,7 +37,7 @@ export class ConnectionRegistry {
 
   /** Connections with a socket (detached sessions not counted). */
   get liveCount(): number {
-    return this.byId.size - this.detachedCount;
+    return this.byId.size - this.detached.size;
   }
 
   /** Register a new, pending connection with a fresh id (SPEC §5). */
@@ -64,17 +65,16 @@ export class ConnectionRegistry {
 
   /** SPEC §12.2: the socket is gone, the session stays (its id, user and subscriptions). */
   detach(connection: Connection): void {
-    if (!this.holds(connection) || connection.state === 'detached') return;
+    if (!this.holds(connection) || this.detached.has(connection)) return;
     connection.state = 'detached';
-    this.detachedCount++;
+    this.detached.add(connection);
     this.metrics.connections.dec();
     this.metrics.sessionsDetached.inc();
   }
 
   /** SPEC §12.3: a session takes a new socket (detached, or still attached to a half-open one). */
   reattach(connection: Connection, socket: WebSocket): void {
-    if (connection.state === 'detached') {
-      this.detachedCount--;
+    if (this.detached.delete(connection)) {
       this.metrics.connections.inc();
       this.metrics.sessionsDetached.dec();
     }
@@ -85,8 +85,7 @@ export class ConnectionRegistry {
   remove(connection: Connection): void {
     if (!this.holds(connection)) return;
     this.byId.delete(connection.id);
-    if (connection.state === 'detached') {
-      this.detachedCount--;
+    if (this.detached.delete(connection)) {
       this.metrics.sessionsDetached.dec();
     } else {
       this.metrics.connections.dec();

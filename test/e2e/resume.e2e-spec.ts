@@ -245,6 +245,51 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     });
   });
 
+  describe('ends of a socket (12.2, 12.5, 12.6)', () => {
+    it('a ping timeout detaches the session', async () => {
+      await start({ PING_INTERVAL: '100ms' });
+      const { client, hello } = await t.hello({ query: 'user=ann', protocols: optInProtocols(), autoPong: false });
+      await untilDetached(1);
+      expect(client.socket.readyState).not.toBe(client.socket.CONNECTING);
+      client.socket.terminate();
+      const { hello: again } = await resume('ann', resumeOf(hello).token);
+      expect(helloMeta(again)).toMatchObject({ resumed: true });
+    });
+
+    it('a drain closes resumable sessions with 1012 service_restart and legacy ones with 1001', async () => {
+      await start();
+      const { client } = await optIn('ann');
+      const legacy = await t.helloAs('bob');
+      const closing = t.gateway.close();
+      expect(await client.closed()).toEqual({ code: 1012, reason: 'service_restart' });
+      expect(await legacy.client.closed()).toEqual({ code: 1001, reason: 'shutdown' });
+      await closing;
+      await start(); // afterEach closes it
+    });
+
+    it('DELETE /v1/connection of a detached session ends it: it cannot be resumed', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      expect((await api(t.apiUrl, 'DELETE', `/v1/connection/${cid}`)).status).toBe(204);
+      await untilDetached(0);
+      const { hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+    });
+
+    it('DELETE /v1/user/…/connections closes a live resumable session with 4403: not detached, not resumable', async () => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      expect((await api(t.apiUrl, 'DELETE', '/v1/user/ann/connections')).status).toBe(204);
+      expect(await client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
+      await untilDetached(0);
+      const { hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+    });
+  });
+
   describe('presence (12.2)', () => {
     it('a detached session counts as a connection until its window ends: inactive at the deadline, offline after the window', async () => {
       await start({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', RESUME_WINDOW: '1200ms' });
