@@ -9,6 +9,8 @@ export const ROUTES = {
   latticeUpdate: 'lattice/*namespace',
   usersSubscription: 'connection/:cid/users',
   userUsers: 'user/*uid/users',
+  connection: 'connection/:cid',
+  userConnections: 'user/*uid/connections',
   batch: 'batch',
 } as const;
 

@@ -1,5 +1,7 @@
 import { Module } from '@nestjs/common';
 import { APP_FILTER } from '@nestjs/core';
+import { ClusterModule } from '../cluster/cluster.module';
+import { ConnectionsModule } from '../connections/connections.module';
 import { LatticeModule } from '../lattice/lattice.module';
 import { PubSubModule } from '../pubsub/pubsub.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
@@ -8,6 +10,8 @@ import { BackendApiFilter } from './backend-api.filter';
 import { BatchController } from './batch.controller';
 import { BatchService } from './batch.service';
 import { BatchBodyPipe, JsonBodyPipe, LatticeBodyPipe, NoBodyPipe, UserListPipe } from './body.pipes';
+import { DisconnectController } from './disconnect.controller';
+import { DisconnectService } from './disconnect.service';
 import { LatticesController } from './lattices.controller';
 import { PublishController } from './publish.controller';
 import { SubscriptionsController } from './subscriptions.controller';
@@ -15,8 +19,8 @@ import { UsersController } from './users.controller';
 
 /** The backend API `/v1` on the internal listener (seed §4.2–4.3, SPEC §5). */
 @Module({
-  imports: [PubSubModule, LatticeModule, UsersLatticeModule],
-  controllers: [SubscriptionsController, PublishController, LatticesController, UsersController, BatchController],
-  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendApiEntryMiddleware, BatchService, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe, BatchBodyPipe],
+  imports: [ConnectionsModule, ClusterModule, PubSubModule, LatticeModule, UsersLatticeModule],
+  controllers: [SubscriptionsController, PublishController, LatticesController, UsersController, DisconnectController, BatchController],
+  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendApiEntryMiddleware, BatchService, DisconnectService, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe, BatchBodyPipe],
 })
 export class BackendApiModule {}

@@ -8,6 +8,7 @@ import { BackendApiError, notFound } from './backend-api.error';
 import { BatchCommand, BatchMethod, BatchResult } from './batch-envelope';
 import { checkNoBody, latticeBodyOf, missingBody, userListOf } from './body.pipes';
 import { jsonText } from './json-text';
+import { DisconnectService } from './disconnect.service';
 import { ConnectionIdPipe, NamespacePipe, TopicPipe, UserIdPipe } from './path-params';
 
 /** One endpoint as a batch command: its route, and the controller's work on already read input. */
@@ -33,7 +34,7 @@ export class BatchService {
   private readonly logger = new Logger(BatchService.name);
   private readonly routes: readonly CommandRoute[];
 
-  constructor(pubsub: PubSubService, lattices: LatticeService, presence: PresenceService) {
+  constructor(pubsub: PubSubService, lattices: LatticeService, presence: PresenceService, disconnects: DisconnectService) {
     const cid = new ConnectionIdPipe();
     const topic = new TopicPipe();
     const namespace = new NamespacePipe();
@@ -75,6 +76,14 @@ export class BatchService {
       route('DELETE', ROUTES.usersSubscription, (p, c) => {
         const [connectionId] = [cid.transform(p.cid), noBody(c)];
         return presence.unsubscribe(connectionId);
+      }),
+      route('DELETE', ROUTES.connection, (p, c) => {
+        const [connectionId] = [cid.transform(p.cid), noBody(c)];
+        return disconnects.disconnect(connectionId);
+      }),
+      route('DELETE', ROUTES.userConnections, (p, c) => {
+        const [user] = [userId.transform(p.uid), noBody(c)];
+        return disconnects.disconnectUser(user);
       }),
     ];
   }
@@ -120,7 +129,7 @@ export class BatchService {
   }
 }
 
-/** Endpoints 1, 2, 5, 9 (checkNoBody), checked after the path as Nest runs the pipes. */
+/** Endpoints 1, 2, 5, 9 and the §12.6 disconnects (checkNoBody), checked after the path as Nest runs the pipes. */
 function noBody(command: BatchCommand): void {
   checkNoBody(command.hasBody);
 }

@@ -19,11 +19,13 @@ export function endpointLabel(method: string, url: string): string {
   const kind = segmentAt(path, 4);
   if (kind === 'publish') return 'publish';
   if (kind === 'lattice') return 'lattice_update';
-  if (kind === 'user') return 'user_users';
+  if (kind === 'user') return method === 'DELETE' && path.endsWith('/connections') ? 'user_disconnect' : 'user_users';
   if (kind === 'batch' && path.length === 9) return 'batch';
   if (kind !== 'connection') return 'unknown';
   const cidEnd = path.indexOf('/', 15);
-  const sub = cidEnd < 0 ? undefined : segmentAt(path, cidEnd + 1);
+  // SPEC §12.6: DELETE /v1/connection/<cid> ends the connection.
+  if (cidEnd < 0) return method === 'DELETE' ? 'connection_disconnect' : 'unknown';
+  const sub = segmentAt(path, cidEnd + 1);
   const action = method === 'DELETE' ? 'unsubscribe' : 'subscribe';
   if (sub === 'subscriptions') return `topic_${action}`;
   if (sub === 'lattices') return `lattice_${action}`;

@@ -57,6 +57,11 @@ export class EnvDto {
   @Expose() @IsOptional() @IsRedisUrl() REDIS_URL?: string;
   @Expose() @IsRedisPrefix() REDIS_PREFIX: string = 'gateway:';
   @Expose() @IsDuration() LATTICE_RETENTION: string = '24h';
+  /** SPEC §12: `0` turns resumable sessions off. */
+  @Expose() @IsDuration(true) RESUME_WINDOW: string = '30s';
+  @Expose() @IsWholeNumber(0) TOPIC_HISTORY_SIZE: string = '100';
+  /** Must not be below RESUME_WINDOW (checked by the loader). */
+  @Expose() @IsDuration() TOPIC_HISTORY_TTL: string = '2m';
   /** Unset = a random 12-character id. */
   @Expose() @IsOptional() @IsNodeId() NODE_ID?: string;
 

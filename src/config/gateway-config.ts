@@ -27,6 +27,8 @@ export abstract class GatewayConfig {
   abstract readonly redisPrefix: string;
   /** LATTICE_RETENTION: how long Redis keeps a namespace nobody subscribes to after its last update. */
   abstract readonly latticeRetentionMs: number;
+  /** SPEC §12: resumable sessions and topic history. */
+  abstract readonly resume: ResumeSettings;
   abstract readonly log: LogSettings;
 }
 
@@ -97,6 +99,16 @@ export interface SessionTimings {
   readonly clientMinIdleTimeoutMs: number;
   readonly clientMaxIdleTimeoutMs: number;
   readonly shouldNotifyInactive: boolean;
+}
+
+/** SPEC §12 (RESUME_WINDOW, TOPIC_HISTORY_SIZE, TOPIC_HISTORY_TTL). */
+export interface ResumeSettings {
+  /** How long a dropped resumable session waits for its client; 0 = resumable sessions off. */
+  readonly windowMs: number;
+  /** Messages kept per topic for replay; 0 = no history (offsets are still counted). */
+  readonly historySize: number;
+  /** How long a topic's history is kept after its last publish; at least windowMs. */
+  readonly historyTtlMs: number;
 }
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';

@@ -59,6 +59,9 @@ const ENV_ROWS: EnvRow[] = [
   { key: 'REDIS_URL', read: (c) => c.redisUrl, byDefault: null, valid: 'rediss://cache.test:6380', parsed: 'rediss://cache.test:6380', invalid: 'http://user:hunter2@cache.test', message: 'REDIS_URL: <redacted> is not a redis:// or rediss:// URL' },
   { key: 'REDIS_PREFIX', read: (c) => c.redisPrefix, byDefault: 'gateway:', valid: 'acme:chat.1-', parsed: 'acme:chat.1-', invalid: 'a{b}', message: 'REDIS_PREFIX: "a{b}" is not a Redis prefix (1 to 64 of A-Z, a-z, 0-9, ":", "_", ".", "-")' },
   { key: 'LATTICE_RETENTION', read: (c) => c.latticeRetentionMs, byDefault: 86_400_000, valid: '90 minutes', parsed: 5_400_000, invalid: 'forever', message: 'LATTICE_RETENTION: "forever" is not a duration (examples: "30s", "2m")' },
+  { key: 'RESUME_WINDOW', read: (c) => c.resume.windowMs, byDefault: 30_000, valid: '0', parsed: 0, invalid: 'a while', message: 'RESUME_WINDOW: "a while" is not a duration (examples: "30s", "2m")' },
+  { key: 'TOPIC_HISTORY_SIZE', read: (c) => c.resume.historySize, byDefault: 100, valid: '0', parsed: 0, invalid: '-5', message: 'TOPIC_HISTORY_SIZE: "-5" is not a whole number >= 0' },
+  { key: 'TOPIC_HISTORY_TTL', read: (c) => c.resume.historyTtlMs, byDefault: 120_000, valid: '10m', parsed: 600_000, invalid: 'later', message: 'TOPIC_HISTORY_TTL: "later" is not a duration (examples: "30s", "2m")' },
   { key: 'NODE_ID', read: (c) => c.nodeId, byDefault: expect.stringMatching(/^[A-Za-z0-9]{12}$/), valid: 'node_01', parsed: 'node_01', invalid: 'ab', message: 'NODE_ID: "ab" is not a node id (4 to 32 of A-Z, a-z, 0-9, _)' },
   { key: 'LOG_LEVEL', read: (c) => c.log.level, byDefault: 'info', valid: 'DEBUG', parsed: 'debug', invalid: 'verbose', message: 'LOG_LEVEL: "verbose" is not allowed (allowed: error, warn, info, debug)' },
   { key: 'LOG_FORMAT', read: (c) => c.log.format, byDefault: 'json', valid: 'pretty', parsed: 'pretty', invalid: 'text', message: 'LOG_FORMAT: "text" is not allowed (allowed: json, pretty)' },
@@ -113,6 +116,10 @@ describe(loadConfig.name, () => {
       expect(problemsOf({ ...BASE, HTTP_HEADERS_TIMEOUT: '20s', HTTP_REQUEST_TIMEOUT: '10s' })).toEqual([
         'HTTP_REQUEST_TIMEOUT: "10s" is shorter than HTTP_HEADERS_TIMEOUT ("20s")',
       ]);
+    });
+
+    it('rejects TOPIC_HISTORY_TTL below RESUME_WINDOW (SPEC §12.4)', () => {
+      expect(problemsOf({ ...BASE, RESUME_WINDOW: '5m', TOPIC_HISTORY_TTL: '2m' })).toEqual(['TOPIC_HISTORY_TTL: "2m" is shorter than RESUME_WINDOW ("5m")']);
     });
 
     it('rejects an ALLOWED_ORIGINS list with no entries', () => {

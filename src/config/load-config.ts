@@ -99,6 +99,10 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
     const min = JSON.stringify(env.CLIENT_MIN_IDLE_TIMEOUT);
     problems.push(`CLIENT_MAX_IDLE_TIMEOUT: ${JSON.stringify(env.CLIENT_MAX_IDLE_TIMEOUT)} is shorter than CLIENT_MIN_IDLE_TIMEOUT (${min})`);
   }
+  const areHistoryTimesValid = [env.RESUME_WINDOW, env.TOPIC_HISTORY_TTL].every((text) => checkDuration(true)(text) === null);
+  if (areHistoryTimesValid && ms(env.TOPIC_HISTORY_TTL) < ms(env.RESUME_WINDOW)) {
+    problems.push(`TOPIC_HISTORY_TTL: ${JSON.stringify(env.TOPIC_HISTORY_TTL)} is shorter than RESUME_WINDOW (${JSON.stringify(env.RESUME_WINDOW)})`);
+  }
   const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every((text) => checkDuration()(text) === null);
   if (areTimeoutsValid && ms(env.HTTP_REQUEST_TIMEOUT) < ms(env.HTTP_HEADERS_TIMEOUT)) {
     const headers = JSON.stringify(env.HTTP_HEADERS_TIMEOUT);
@@ -218,6 +222,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
     redisUrl: env.REDIS_URL ?? null,
     redisPrefix: env.REDIS_PREFIX,
     latticeRetentionMs: ms(env.LATTICE_RETENTION),
+    resume: { windowMs: ms(env.RESUME_WINDOW), historySize: whole(env.TOPIC_HISTORY_SIZE), historyTtlMs: ms(env.TOPIC_HISTORY_TTL) },
     log: { level: env.LOG_LEVEL.toLowerCase() as LogLevel, format: env.LOG_FORMAT.toLowerCase() as LogFormat },
   };
 }

@@ -19,6 +19,8 @@ export class ConnectionRegistry {
   /** A user's one connection as itself (the usual case, no Set to hold); two or more in a Set. */
   private readonly byUser = new Map<string, Connection | Set<Connection>>();
   private readonly removeListeners: ConnectionListener[] = [];
+  /** Detached sessions (SPEC §12.2): in the registry, without a socket. */
+  private readonly detached = new Set<Connection>();
   private readonly onSlowConsumer: (connection: Connection) => void;
 
   constructor(
@@ -28,15 +30,20 @@ export class ConnectionRegistry {
     this.onSlowConsumer = () => metrics.slowConsumerCloses.inc();
   }
 
-  /** Open connections, those awaiting authorization included. */
+  /** Connections, those awaiting authorization and detached sessions included (the MAX_CONNECTIONS bound). */
   get size(): number {
     return this.byId.size;
   }
 
+  /** Connections with a socket (detached sessions not counted). */
+  get liveCount(): number {
+    return this.byId.size - this.detached.size;
+  }
+
   /** Register a new, pending connection with a fresh id (SPEC §5). */
-  open(socket: WebSocket, handler: Handler): Connection {
+  open(socket: WebSocket, handler: Handler, isResumable = false): Connection {
     const id = newConnectionId(this.config.nodeId);
-    const connection = new Connection(id, handler, socket, this.config.limits.clientQueueMaxBytes, this.onSlowConsumer);
+    const connection = new Connection(id, handler, socket, this.config.limits.clientQueueMaxBytes, this.onSlowConsumer, isResumable);
     this.byId.set(id, connection);
     this.metrics.connections.inc();
     this.metrics.connectionsOpened.inc();
@@ -51,12 +58,39 @@ export class ConnectionRegistry {
     else if (held !== connection) this.byUser.set(userId, new Set([held, connection]));
   }
 
+  /** Whether `connection` is still registered (not removed). */
+  holds(connection: Connection): boolean {
+    return this.byId.get(connection.id) === connection;
+  }
+
+  /** SPEC §12.2: the socket is gone, the session stays (its id, user and subscriptions). */
+  detach(connection: Connection): void {
+    if (!this.holds(connection) || this.detached.has(connection)) return;
+    connection.state = 'detached';
+    this.detached.add(connection);
+    this.metrics.connections.dec();
+    this.metrics.sessionsDetached.inc();
+  }
+
+  /** SPEC §12.3: a session takes a new socket (detached, or still attached to a half-open one). */
+  reattach(connection: Connection, socket: WebSocket): void {
+    if (this.detached.delete(connection)) {
+      this.metrics.connections.inc();
+      this.metrics.sessionsDetached.dec();
+    }
+    connection.attachSocket(socket);
+  }
+
   /** Remove and notify listeners; a second call is a no-op. */
   remove(connection: Connection): void {
-    if (this.byId.get(connection.id) !== connection) return;
+    if (!this.holds(connection)) return;
     this.byId.delete(connection.id);
+    if (this.detached.delete(connection)) {
+      this.metrics.sessionsDetached.dec();
+    } else {
+      this.metrics.connections.dec();
+    }
     connection.state = 'closed';
-    this.metrics.connections.dec();
     const userId = connection.userId;
     if (userId !== null) this.unbindUser(connection, userId);
     for (const listener of this.removeListeners) listener(connection);

@@ -3,8 +3,11 @@ import type { Identity } from '../protocol/identity';
 import { Handler } from '../config/gateway-config';
 import { CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER } from '../protocol/close-codes';
 
-/** pending: awaiting authorization; ready: `hello` sent; closed: gone. */
-export type ConnectionState = 'pending' | 'ready' | 'closed';
+/**
+ * pending: awaiting authorization; ready: `hello` sent; detached: a resumable
+ * session whose socket is gone, waiting for its client (SPEC §12.2); closed: gone.
+ */
+export type ConnectionState = 'pending' | 'ready' | 'detached' | 'closed';
 
 /** A client frame received before `hello`, replayed right after it (SPEC §3). */
 export interface EarlyFrame {
@@ -17,6 +20,8 @@ const TEXT = { binary: false } as const;
 /**
  * One WebSocket client. Holds the frames that wait for `hello` in both
  * directions and enforces the slow-consumer rule on every send (SPEC §9).
+ * A resumable one (SPEC §12) outlives its socket: it may be detached and
+ * then take a new socket, keeping its id and everything attached to it.
  */
 export class Connection {
   state: ConnectionState = 'pending';
@@ -38,9 +43,11 @@ export class Connection {
   constructor(
     readonly id: string,
     readonly handler: Handler,
-    readonly socket: WebSocket,
+    public socket: WebSocket,
     private readonly maxQueueBytes: number,
     private readonly onSlowConsumer: (connection: Connection) => void,
+    /** Opted into a resumable session (SPEC §12.1): message frames carry positions. */
+    readonly isResumable = false,
   ) {}
 
   /** The authorized user, null before hello. */
@@ -114,6 +121,15 @@ export class Connection {
     this.closedWith = { code, reason };
     if (lastFrame !== undefined && this.socket.readyState === this.socket.OPEN) this.socket.send(lastFrame, TEXT);
     this.socket.close(code, reason);
+  }
+
+  /** SPEC §12.3: a resumed session takes a new socket; it is ready again with a clean slate. */
+  attachSocket(socket: WebSocket): void {
+    this.socket = socket;
+    this.state = 'ready';
+    this.isSlow = false;
+    this.closedWith = null;
+    this.lastSeenAt = Date.now();
   }
 
   private closeAsSlowConsumer(): void {

@@ -11,6 +11,8 @@ import { encodeFatalError } from '../protocol/frames';
  */
 export interface GatewaySocket extends WebSocket {
   connection: Connection | null;
+  /** The code of the client's close frame (1005 without a code, 1006 when none came); 0 while open. */
+  peerCloseCode: number;
 }
 
 /** The connection of a socket from our server, inside one of its event listeners (typed `this: WebSocket` by ws). */
@@ -41,6 +43,7 @@ export function gatewaySocketClass(maxFrameBytes: number): typeof WebSocket {
   const closeReasonFatal = encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in the reason of a close frame'));
   return class extends WebSocket implements GatewaySocket {
     connection: Connection | null = null;
+    peerCloseCode = 0;
 
     override close(code?: number, data?: string | Buffer): void {
       // The receiver still holds the opcode of the frame it refused.

@@ -5,6 +5,9 @@ import { LatticeModule } from '../lattice/lattice.module';
 import { SessionsModule } from '../sessions/sessions.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { UpstreamModule } from '../upstream/upstream.module';
+import { PubSubModule } from '../pubsub/pubsub.module';
+import { ResumeModule } from '../resume/resume.module';
+import { SessionResumeService } from './session-resume.service';
 import { ClientFramesService } from './client-frames.service';
 import { HeartbeatService } from './heartbeat.service';
 import { HelloSequenceService } from './hello-sequence.service';
@@ -14,8 +17,8 @@ import { PublicListener } from './public-listener';
 
 /** The public edge: handshake, WebSocket lifecycle, client frames. */
 @Module({
-  imports: [AuthModule, UpstreamModule, ConnectionsModule, SessionsModule, LatticeModule, UsersLatticeModule],
-  providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HelloSequenceService, HeartbeatService],
+  imports: [AuthModule, UpstreamModule, ConnectionsModule, SessionsModule, PubSubModule, LatticeModule, UsersLatticeModule, ResumeModule],
+  providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HelloSequenceService, HeartbeatService, SessionResumeService],
   exports: [PublicListener],
 })
 export class GatewayModule {}

@@ -22,6 +22,7 @@ function context(overrides: Partial<HandshakeContext> = {}): HandshakeContext {
     allowedOrigins: new Set(['https://app.example']),
     connectionCount: 0,
     maxConnections: 10,
+    isResumeOffered: true,
     ...overrides,
   };
 }
@@ -37,7 +38,7 @@ describe(decideHandshake.name, () => {
     ['/?a=1', ROOT],
     [undefined, ROOT],
   ])('accepts url %p on its handler', (url, handler) => {
-    expect(decideHandshake(url, GOOD, context())).toEqual({ ok: true, handler, protocol: SUBPROTOCOL });
+    expect(decideHandshake(url, GOOD, context())).toEqual({ ok: true, handler, protocol: SUBPROTOCOL, resume: { kind: 'none' } });
   });
 
   it('echoes the legacy subprotocol when only that one is offered', () => {
@@ -45,7 +46,18 @@ describe(decideHandshake.name, () => {
       ok: true,
       handler: CHAT,
       protocol: LEGACY_SUBPROTOCOL,
+      resume: { kind: 'none' },
     });
+  });
+
+  it.each<[string, string, boolean, string]>([
+    ['the opt-in beside ours', `${SUBPROTOCOL}, gateway-resume`, true, 'opt-in'],
+    ['a resume offer', `${SUBPROTOCOL}, gateway-resume.${Buffer.from('{"token":"abc"}').toString('base64url')}`, true, 'resume'],
+    ['an unreadable offer', `${SUBPROTOCOL}, gateway-resume.%%`, true, 'unreadable'],
+    ['the opt-in while resumable sessions are off', `${SUBPROTOCOL}, gateway-resume`, false, 'none'],
+  ])('SPEC §12.1: reads %s', (_, protocols, isResumeOffered, kind) => {
+    const decision = decideHandshake('/chat1', { 'sec-websocket-protocol': protocols }, context({ isResumeOffered }));
+    expect(decision).toMatchObject({ ok: true, protocol: SUBPROTOCOL, resume: { kind } });
   });
 
   it.each<[string, string | undefined, IncomingHttpHeaders, Partial<HandshakeContext>, number]>([

@@ -1,5 +1,6 @@
 import type { IncomingHttpHeaders } from 'node:http';
 import { Handler } from '../config/gateway-config';
+import { ResumeRequest, resumeRequestOf } from './resume-offer';
 
 /** Subprotocols the gateway speaks, preferred first (SPEC §2). */
 export const SUBPROTOCOL = 'v1.gateway-lattice+json';
@@ -10,10 +11,12 @@ export interface HandshakeContext {
   readonly allowedOrigins: ReadonlySet<string> | null;
   readonly connectionCount: number;
   readonly maxConnections: number;
+  /** SPEC §12: resumable sessions are offered; when not, `gateway-resume` entries are ignored. */
+  readonly isResumeOffered: boolean;
 }
 
 export type HandshakeDecision =
-  | { readonly ok: true; readonly handler: Handler; readonly protocol: string }
+  | { readonly ok: true; readonly handler: Handler; readonly protocol: string; readonly resume: ResumeRequest }
   | { readonly ok: false; readonly status: 400 | 403 | 404 | 503; readonly text: string };
 
 /**
@@ -32,8 +35,11 @@ export function decideHandshake(url: string | undefined, headers: IncomingHttpHe
   if (ctx.allowedOrigins !== null && origin !== undefined && !ctx.allowedOrigins.has(origin)) {
     return { ok: false, status: 403, text: 'origin not allowed' };
   }
-  return { ok: true, handler, protocol };
+  const resume = ctx.isResumeOffered ? resumeRequestOf(headers['sec-websocket-protocol']) : NO_RESUME;
+  return { ok: true, handler, protocol, resume };
 }
+
+const NO_RESUME: ResumeRequest = { kind: 'none' };
 
 /** The subprotocol to echo, or null when the offer lacks both of ours. */
 export function chooseSubprotocol(header: string | undefined): string | null {

@@ -58,7 +58,8 @@ export class HeartbeatService implements OnApplicationBootstrap, OnModuleDestroy
         this.round = null;
         return;
       }
-      const { socket, lastSeenAt } = next.value;
+      const { socket, lastSeenAt, state } = next.value;
+      if (state === 'detached') continue; // no socket to ping (SPEC §12.2)
       if (lastSeenAt < dropBefore) socket.terminate();
       else if (lastSeenAt < pingBefore && socket.readyState === socket.OPEN) socket.ping();
     }

@@ -3,6 +3,7 @@ import { Connection } from '../connections/connection';
 import { LatticeService } from '../lattice/lattice.service';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { encodeHello } from '../protocol/frames';
+import type { ReplayPlan } from '../pubsub/pubsub.service';
 import { PresenceService } from '../users-lattice/presence.service';
 import { ClientFramesService } from './client-frames.service';
 
@@ -10,6 +11,8 @@ import { ClientFramesService } from './client-frames.service';
 @Injectable()
 export class HelloSequenceService {
   private readonly helloSent;
+  private readonly replayed;
+  private readonly lost;
 
   constructor(
     private readonly frames: ClientFramesService,
@@ -18,16 +21,29 @@ export class HelloSequenceService {
     metrics: GatewayMetrics,
   ) {
     this.helloSent = metrics.framesSent.labels('hello');
+    this.replayed = metrics.replayedMessages;
+    this.lost = metrics.lostTopics;
   }
 
   /** hello → buffered messages → lattice snapshots → users snapshot → early client frames. */
-  send(connection: Connection): void {
+  send(connection: Connection, metaJson: string): void {
     const early = connection.takeEarly();
-    connection.send(encodeHello(connection.identity!.json));
+    connection.send(encodeHello(connection.identity!.json, metaJson));
     this.helloSent.inc();
     for (const frame of early.messages) connection.send(frame);
     this.lattices.sendSnapshots(connection);
     this.presence.sendSnapshot(connection);
     for (const frame of early.frames) this.frames.onFrame(connection, frame.data, frame.isBinary);
+  }
+
+  /** SPEC §12.3, a resumed session: hello → the missed messages → lattice snapshots → users snapshot; then live traffic. */
+  sendResumed(connection: Connection, metaJson: string, plan: ReplayPlan): void {
+    connection.send(encodeHello(connection.identity!.json, metaJson));
+    this.helloSent.inc();
+    for (const frame of plan.frames) connection.send(frame);
+    this.replayed.inc(plan.frames.length);
+    this.lost.inc(plan.lostTopics.length);
+    this.lattices.sendSnapshots(connection);
+    this.presence.sendSnapshot(connection);
   }
 }

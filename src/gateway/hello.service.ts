@@ -34,15 +34,15 @@ export class HelloService {
    * sequence. Reads what it needs from `req` at once, so the upgrade request
    * is not kept while the backend answers.
    */
-  start(connection: Connection, req: IncomingMessage): Promise<void> {
+  start(connection: Connection, req: IncomingMessage, helloMetaJson = '{}'): Promise<void> {
     // SPEC §2: Cookie or Authorization sent twice gets no backend call (null): fatal 400, close 4400.
     const request = hasDuplicateCredentialHeaders(req.rawHeaders)
       ? null
       : { cookie: req.headers.cookie ?? null, authorization: req.headers.authorization ?? null, queryString: queryStringOf(req.url) };
-    return this.authorizeThenGreet(connection, request);
+    return this.authorizeThenGreet(connection, request, helloMetaJson);
   }
 
-  private async authorizeThenGreet(connection: Connection, request: AuthRequest | null): Promise<void> {
+  private async authorizeThenGreet(connection: Connection, request: AuthRequest | null, helloMetaJson: string): Promise<void> {
     if (request === null) return this.refuse(connection, 400, 'null');
     const outcome = await this.auth.authorize(connection, request);
     // [fix] an answer that arrives after its client left is ignored.
@@ -60,7 +60,7 @@ export class HelloService {
     }
     connection.state = 'ready';
     if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
-    this.helloSequence.send(connection);
+    this.helloSequence.send(connection, helloMetaJson);
   }
 
   private refuse(connection: Connection, status: number, dataJson: string): void {

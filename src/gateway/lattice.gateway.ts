@@ -8,6 +8,8 @@ import { CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR } from '../protocol/close-c
 import { ClientFramesService } from './client-frames.service';
 import { GatewaySocket, connectionOf } from './gateway-socket';
 import { HelloService } from './hello.service';
+import { ResumeRequest } from './resume-offer';
+import { SessionResumeService } from './session-resume.service';
 
 /**
  * The WebSocket edge: lifecycle only (STYLE B3, B12). Frames go straight from
@@ -25,9 +27,12 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     private readonly registry: ConnectionRegistry,
     frames: ClientFramesService,
     private readonly hello: HelloService,
+    private readonly resumer: SessionResumeService,
   ) {
     this.onMessage = function (data, isBinary) {
-      frames.onFrame(connectionOf(this), data, isBinary);
+      const connection = connectionOf(this);
+      // A socket whose session was resumed on another one (SPEC §12.3) has nothing more to say.
+      if (connection.socket === this) frames.onFrame(connection, data, isBinary);
     };
     const logger = this.logger;
     this.onCloseLog = function (code, reason) {
@@ -41,17 +46,17 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     };
   }
 
-  handleConnection(socket: GatewaySocket, req: IncomingMessage, handler: Handler): void {
-    const connection = this.registry.open(socket, handler);
+  handleConnection(socket: GatewaySocket, req: IncomingMessage, handler: Handler, resume: ResumeRequest = NO_RESUME): void {
+    // Registered before Nest's own 'close' listener, which calls handleDisconnect.
+    socket.on('close', recordPeerClose);
+    const resumed = this.resumer.resume(socket, handler, resume);
+    this.listen(socket);
+    if (resumed !== null) return;
+    const connection = this.registry.open(socket, handler, resume.kind !== 'none');
     socket.connection = connection;
-    socket.on('message', this.onMessage);
-    socket.on('pong', markSeen);
-    socket.on('error', terminate);
-    if (Logger.isLevelEnabled('log')) {
-      socket.on('close', this.onCloseLog);
-      this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
-    }
-    this.hello.start(connection, req).catch((err: unknown) => {
+    if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
+    const helloMeta = this.resumer.helloMeta(connection, resume);
+    this.hello.start(connection, req, helloMeta).catch((err: unknown) => {
       // A bug: no answer of the backend may end here (SPEC §3), so it is logged, never swallowed.
       this.logger.error({ msg: 'connection start failed', connection_id: connection.id, error: err instanceof Error ? err.name : 'unknown' });
       connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR);
@@ -59,8 +64,24 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
   }
 
   handleDisconnect(socket: GatewaySocket): void {
-    if (socket.connection !== null) this.registry.remove(socket.connection);
+    const connection = socket.connection;
+    // Not the session's socket any more: it was resumed on another (SPEC §12.3).
+    if (connection === null || connection.socket !== socket) return;
+    this.resumer.socketClosed(connection, socket.peerCloseCode);
   }
+
+  private listen(socket: GatewaySocket): void {
+    socket.on('message', this.onMessage);
+    socket.on('pong', markSeen);
+    socket.on('error', terminate);
+    if (Logger.isLevelEnabled('log')) socket.on('close', this.onCloseLog);
+  }
+}
+
+const NO_RESUME: ResumeRequest = { kind: 'none' };
+
+function recordPeerClose(this: WebSocket, code: number): void {
+  (this as GatewaySocket).peerCloseCode = code;
 }
 
 function markSeen(this: WebSocket): void {

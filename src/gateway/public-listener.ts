@@ -7,6 +7,7 @@ import { ConnectionRegistry } from '../connections/connection-registry';
 import { gatewaySocketClass } from './gateway-socket';
 import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
 import { answerConnect, canAnswerRaw, clientErrorStatus, listenerServerOptions } from './listener-guards';
+import { isResumeOffered } from '../resume/resume-settings';
 
 /** Express (or any) request handler that serves the health routes. */
 export type HealthRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -28,12 +29,14 @@ export class PublicListener {
   private readonly handlersByPath: ReadonlyMap<string, Handler>;
   private healthHandler: HealthRequestHandler | null = null;
   private isAccepting = true;
+  private readonly isResumeOffered: boolean;
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
   ) {
     this.handlersByPath = new Map(config.handlers.map((h) => [h.path, h]));
+    this.isResumeOffered = isResumeOffered(config);
     this.server = http.createServer(listenerServerOptions(config.listeners.timeouts), (req, res) => this.onRequest(req, res));
     // ws 8.21 option, not yet in @types/ws: destroy the TCP connection when the client
     // never answers our close frame, instead of holding it until the heartbeat drops it.
@@ -95,12 +98,13 @@ export class PublicListener {
       allowedOrigins: this.config.allowedOrigins,
       connectionCount: this.registry.size,
       maxConnections: this.config.limits.maxConnections,
+      isResumeOffered: this.isResumeOffered,
     });
     if (!decision.ok) {
       if (Logger.isLevelEnabled('debug')) this.logger.debug({ msg: 'handshake refused', status: decision.status, path: req.url?.split('?')[0] });
       return rejectSocket(socket, decision.status, decision.text);
     }
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, decision.handler));
+    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, decision.handler, decision.resume));
   }
 }
 

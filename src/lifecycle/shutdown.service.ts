@@ -1,7 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { GatewayConfig } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { CLOSE_GOING_AWAY, REASON_SHUTDOWN } from '../protocol/close-codes';
+import { CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART, REASON_SERVICE_RESTART, REASON_SHUTDOWN } from '../protocol/close-codes';
 import { UpstreamClient } from '../upstream/upstream.client';
 
 /** Runs when draining starts (e.g. the public listener stops accepting). */
@@ -12,7 +12,8 @@ const CLOSE_HANDSHAKE_MS = 1000;
 
 /**
  * SPEC §10 shutdown: readiness → 503 first, stop accepting, let in-flight
- * upstream requests finish up to SHUTDOWN_GRACE, then close clients with 1001.
+ * upstream requests finish up to SHUTDOWN_GRACE, then close clients with 1001
+ * (resumable sessions with 1012, SPEC §12.5).
  */
 @Injectable()
 export class ShutdownService {
@@ -41,16 +42,21 @@ export class ShutdownService {
     this.logger.log({ msg: 'draining', connections: this.registry.size, in_flight: this.upstream.inFlight });
     await Promise.all(this.drainListeners.map((listener) => listener()));
     await this.awaitInFlight(Date.now() + this.config.shutdownGraceMs);
-    for (const connection of [...this.registry.all()]) connection.close(CLOSE_GOING_AWAY, REASON_SHUTDOWN);
+    for (const connection of [...this.registry.all()]) {
+      if (connection.state === 'detached') continue;
+      // SPEC §12.5: a resumable session is detached and its client told to come back at once.
+      if (connection.isResumable) connection.close(CLOSE_SERVICE_RESTART, REASON_SERVICE_RESTART);
+      else connection.close(CLOSE_GOING_AWAY, REASON_SHUTDOWN);
+    }
   }
 
   /** After drain: give clients a moment to answer the close, then cut the rest. */
   async awaitClientsGone(): Promise<void> {
     const deadlineAt = Date.now() + CLOSE_HANDSHAKE_MS;
-    while (this.registry.size > 0 && Date.now() < deadlineAt) {
+    while (this.registry.liveCount > 0 && Date.now() < deadlineAt) {
       await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_POLL_MS));
     }
-    for (const connection of [...this.registry.all()]) connection.socket.terminate();
+    for (const connection of [...this.registry.all()]) if (connection.state !== 'detached') connection.socket.terminate();
   }
 
   private async awaitInFlight(deadlineAt: number): Promise<void> {

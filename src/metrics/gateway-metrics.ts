@@ -39,6 +39,18 @@ export class GatewayMetrics {
   readonly latticeNamespaces = new Gauge({ name: 'gateway_lattice_namespaces', help: 'Lattice namespaces held on this node', registers: [this.registry] });
   readonly slowConsumerCloses = new Counter({ name: 'gateway_slow_consumer_closes_total', help: 'Connections closed as slow consumers', registers: [this.registry] });
 
+  // Resumable sessions and topic history (SPEC §12.8).
+  readonly sessionsDetached = new Gauge({ name: 'gateway_sessions_detached', help: 'Resumable sessions waiting for their client (SPEC §12.2)', registers: [this.registry] });
+  readonly resumes = new Counter({
+    name: 'gateway_resumes_total',
+    help: 'Resume attempts by result: resumed, expired (the session had ended), invalid (unknown token or unreadable offer)',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
+  readonly replayedMessages = new Counter({ name: 'gateway_replayed_messages_total', help: 'Topic messages replayed to resumed sessions', registers: [this.registry] });
+  readonly lostTopics = new Counter({ name: 'gateway_lost_topics_total', help: 'Topics reported lost to resumed sessions (history no longer held)', registers: [this.registry] });
+  readonly topicHistoryMessages = new Gauge({ name: 'gateway_topic_history_messages', help: 'Messages held in topic histories (single node)', registers: [this.registry] });
+
   // Cluster mode (SPEC §11); they stay at zero on a single node.
   readonly redisUp = new Gauge({ name: 'gateway_redis_up', help: '1 while both Redis connections are ready (cluster mode)', registers: [this.registry] });
   readonly redisReconnects = new Counter({ name: 'gateway_redis_reconnects_total', help: 'Redis connection attempts after a loss', registers: [this.registry] });

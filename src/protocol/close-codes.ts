@@ -12,6 +12,10 @@ export const CLOSE_POLICY_VIOLATION = 1008;
 export const CLOSE_MESSAGE_TOO_BIG = 1009;
 /** Unexpected server fault. */
 export const CLOSE_INTERNAL_ERROR = 1011;
+/** Server draining: a resumable client reconnects at once (SPEC §12.5). */
+export const CLOSE_SERVICE_RESTART = 1012;
+/** The session was resumed on another socket (SPEC §12.3). */
+export const CLOSE_SESSION_RESUMED = 4409;
 /** Auth failures close with 4000 + HTTP status (SPEC §3). */
 export const CLOSE_BACKEND_ERROR_BASE = 4000;
 
@@ -21,8 +25,14 @@ export const REASON_VALIDATION_ERROR = 'validation_error';
 export const REASON_SHUTDOWN = 'shutdown';
 export const REASON_INTERNAL_ERROR = 'internal_error';
 export const REASON_EARLY_FRAMES_OVER_LIMIT = 'early_frames_over_limit';
+export const REASON_SERVICE_RESTART = 'service_restart';
+export const REASON_SESSION_RESUMED = 'session_resumed';
 
 /** SPEC §3: close code for an authorization failure answered with HTTP `status`. */
 export function backendErrorCloseCode(status: number): number {
   return CLOSE_BACKEND_ERROR_BASE + status;
 }
+
+/** SPEC §12.6: the backend ended the connection (DELETE /v1/connection/{cid} or /v1/user/{uid}/connections); not resumable. */
+export const CLOSE_DISCONNECTED = 4403;
+export const REASON_DISCONNECTED = 'disconnected';

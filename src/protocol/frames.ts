@@ -17,9 +17,20 @@ export interface ClientCall {
 /** `error_kind` values of `error` and `fatal_error` frames. */
 export type ErrorKind = 'validation_error' | 'http_error' | 'data_error' | 'internal_error';
 
-/** `["hello", {}, <auth object>]` from the compact JSON text of the authorization response. */
-export function encodeHello(authJson: string): string {
-  return '["hello",{},' + authJson + ']';
+/** `["hello", meta, <auth object>]` from the compact JSON text of the authorization response; meta `{}` unless resumable (SPEC §12). */
+export function encodeHello(authJson: string, metaJson = '{}'): string {
+  return '["hello",' + metaJson + ',' + authJson + ']';
+}
+
+/**
+ * SPEC §12.1/12.3: the hello meta of a resumable session: `{"resume": {"token", "window"}}`,
+ * then `"resumed"` when the handshake asked to resume, and `"lost"` (wire topics) when it did.
+ */
+export function encodeResumeMeta(token: string, windowSeconds: number, resumed?: boolean, lostTopics?: readonly string[]): string {
+  let meta = '{"resume":{"token":' + JSON.stringify(token) + ',"window":' + windowSeconds + '}';
+  if (resumed !== undefined) meta += ',"resumed":' + resumed;
+  if (lostTopics !== undefined) meta += ',"lost":' + JSON.stringify(lostTopics);
+  return meta + '}';
 }
 
 /** `["fatal_error", {"error_kind": …, "http_error"?: status}, data]`; `dataJson` is JSON text. */
@@ -56,6 +67,11 @@ export function encodeCallFault(meta: JsonObject, text: string): string {
 /** The fixed head of a topic message frame: `["message",{"topic":"a.b"},` — append payload and `]`. */
 export function messageFrameHead(topicWire: string): string {
   return '["message",{"topic":' + JSON.stringify(topicWire) + '},';
+}
+
+/** The head of a resumable connection's message frame (SPEC §12.4): `["message",{"topic":"a.b","offset":N,"epoch":"E"},`. */
+export function positionedMessageFrameHead(topicWire: string, offset: number, epoch: string): string {
+  return '["message",{"topic":' + JSON.stringify(topicWire) + ',"offset":' + offset + ',"epoch":' + JSON.stringify(epoch) + '},';
 }
 
 /** `["message", {"topic": "a.b"}, payload]` from the payload's JSON text. */

@@ -1,30 +1,61 @@
-import { Injectable, OnModuleInit } from '@nestjs/common';
+import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
+import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { messageFrameHead } from '../protocol/frames';
+import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames';
 import { pathToWire } from '../protocol/identifiers';
+import { isResumeOffered } from '../resume/resume-settings';
+import { ResumablePositions } from './resumable-positions';
+import { TopicHistory } from './topic-history';
 import { TopicIndex } from './topic-index';
 
 const FRAME_TAIL = Buffer.from(']');
 const RESOLVED = Promise.resolve();
 
+/** SPEC §12.3: what a resumed session gets: the topics it lost, then the frames it missed. */
+export interface ReplayPlan {
+  /** Wire form (`a.b`). */
+  readonly lostTopics: string[];
+  readonly frames: Buffer[];
+}
+
 /**
  * Topic subscriptions and publish fan-out (seed §4.2, SPEC §9). A publish is
- * encoded ONCE into a Buffer and that Buffer goes to every subscriber.
+ * encoded ONCE into a Buffer and that Buffer goes to every subscriber; with
+ * topic history (SPEC §12.4) resumable subscribers get a second form, with the
+ * topic position, also encoded once.
  */
 @Injectable()
-export class PubSubService implements OnModuleInit {
+export class PubSubService implements OnModuleInit, OnModuleDestroy {
   private readonly index = new TopicIndex<Connection>();
   private readonly messagesSent;
+  /** SPEC §12.4, single node with resumable sessions on; null otherwise. */
+  private readonly history: TopicHistory | null = null;
+  private readonly positions = new ResumablePositions();
+  private sweepTimer: NodeJS.Timeout | null = null;
 
   constructor(
     private readonly broker: Broker,
     private readonly registry: ConnectionRegistry,
     private readonly metrics: GatewayMetrics,
+    config: GatewayConfig,
   ) {
     this.messagesSent = metrics.framesSent.labels('message');
+    if (isResumeOffered(config)) {
+      const { historySize, historyTtlMs } = config.resume;
+      const history = (this.history = new TopicHistory(historySize, historyTtlMs));
+      this.sweepTimer = setInterval(() => {
+        history.sweep(Date.now());
+        metrics.topicHistoryMessages.set(history.messageCount);
+      }, Math.min(Math.max(historyTtlMs / 4, 25), 30_000));
+      this.sweepTimer.unref();
+    }
+  }
+
+  onModuleDestroy(): void {
+    if (this.sweepTimer !== null) clearInterval(this.sweepTimer);
   }
 
   onModuleInit(): void {
@@ -34,6 +65,7 @@ export class PubSubService implements OnModuleInit {
     this.broker.listen('t', (topic, frame) => this.deliverLocal(topic, frame));
     this.registry.onRemove((connection) => {
       for (const topic of this.index.removeSubscriber(connection)) this.leaveIfUnused(topic);
+      if (connection.isResumable) this.positions.forgetSubscriber(connection);
       this.metrics.topics.set(this.index.topicCount);
     });
   }
@@ -53,26 +85,65 @@ export class PubSubService implements OnModuleInit {
    * on a single node), and delivered here.
    */
   publish(topic: string, payload: Buffer): Promise<void> {
-    const head = Buffer.from(messageFrameHead(pathToWire(topic)));
-    const frame = Buffer.concat([head, payload, FRAME_TAIL], head.length + payload.length + 1);
+    const wire = pathToWire(topic);
+    const frame = encodeMessageFrame(messageFrameHead(wire), payload);
     // Other nodes first: their fan-out then runs while this node does its own.
     this.broker.send('t', topic, frame);
-    this.deliverLocal(topic, frame);
+    this.deliverLocal(topic, frame, this.keepInHistory(topic, wire, payload));
     return RESOLVED;
   }
 
-  /** The only fan-out loop: one Buffer to every local subscriber; pending ones keep it for after hello. */
-  deliverLocal(topic: string, frame: Buffer): void {
+  /**
+   * The only fan-out loop: one Buffer to every local subscriber (the
+   * positioned one to resumable subscribers, when there is one); pending ones
+   * keep it for after hello.
+   */
+  deliverLocal(topic: string, frame: Buffer, positioned: Buffer | null = null): void {
     const subscribers = this.index.subscribersOf(topic);
     if (subscribers === undefined) return;
-    for (const connection of subscribers) connection.sendOrKeep(frame);
+    if (positioned === null) for (const connection of subscribers) connection.sendOrKeep(frame);
+    else for (const connection of subscribers) connection.sendOrKeep(connection.isResumable ? positioned : frame);
     this.messagesSent.inc(subscribers.size);
+  }
+
+  /**
+   * SPEC §12.3: for a resumed session, per subscribed topic, the frames
+   * published after the client's position (or after the session subscribed),
+   * or the topic as lost. Synchronous, so nothing is published between the
+   * replay and live traffic (no duplicate, no gap).
+   */
+  replayPlan(connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): ReplayPlan {
+    const plan: ReplayPlan = { lostTopics: [], frames: [] };
+    const topics = this.index.topicsOf(connection);
+    if (topics === undefined || this.history === null) return plan;
+    for (const topic of topics) {
+      const from = clientPositions.get(topic) ?? this.positions.subscribedAt(connection, topic);
+      const replay = this.history.replayAfter(topic, from);
+      if (replay.isLost) plan.lostTopics.push(pathToWire(topic));
+      else for (const frame of replay.frames) plan.frames.push(frame);
+    }
+    return plan;
+  }
+
+  /**
+   * SPEC §12.4: the positioned frame of a publish, kept in the topic's
+   * history; null when no resumable session is subscribed to the topic (no
+   * one could ever ask for it back, so legacy-only topics cost nothing).
+   */
+  private keepInHistory(topic: string, wire: string, payload: Buffer): Buffer | null {
+    if (this.history === null || !this.positions.hasSubscribers(topic)) return null;
+    const { offset, epoch } = this.history.next(topic, Date.now());
+    const positioned = encodeMessageFrame(positionedMessageFrameHead(wire, offset, epoch), payload);
+    this.history.keep(topic, positioned);
+    this.metrics.topicHistoryMessages.set(this.history.messageCount);
+    return positioned;
   }
 
   private applySubscribe(connectionId: string, topic: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
-    this.index.add(topic, connection);
+    const isNew = this.index.add(topic, connection);
+    if (isNew && connection.isResumable && this.history !== null) this.positions.subscribed(connection, topic, this.history.position(topic));
     this.metrics.topics.set(this.index.topicCount);
     return this.broker.join('t', topic);
   }
@@ -80,6 +151,7 @@ export class PubSubService implements OnModuleInit {
   private applyUnsubscribe(connectionId: string, topic: string): void {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !this.index.remove(topic, connection)) return;
+    if (connection.isResumable) this.positions.unsubscribed(connection, topic);
     this.leaveIfUnused(topic);
     this.metrics.topics.set(this.index.topicCount);
   }
@@ -87,4 +159,10 @@ export class PubSubService implements OnModuleInit {
   private leaveIfUnused(topic: string): void {
     if (this.index.subscribersOf(topic) === undefined) this.broker.leave('t', topic);
   }
+}
+
+/** `head` + payload + `]` in one Buffer. */
+function encodeMessageFrame(head: string, payload: Buffer): Buffer {
+  const headBytes = Buffer.from(head);
+  return Buffer.concat([headBytes, payload, FRAME_TAIL], headBytes.length + payload.length + 1);
 }

@@ -59,7 +59,7 @@ describe('GET /openapi.json (SPEC §5)', () => {
   it('describes every /v1 endpoint and the batch, with their statuses', () => {
     const paths = served.paths as Record<string, Record<string, { responses: Record<string, unknown>; parameters?: Array<{ name: string; schema: { pattern: string } }> }>>;
     const operations = Object.entries(paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
-    const toTemplate = (path: string): string => path.replace(/connection\/[^/]+/, 'connection/{cid}').replace(/subscriptions\/.*$/, 'subscriptions/{topic}').replace(/lattices\/.*$/, 'lattices/{namespace}').replace(/^\/v1\/publish\/.*$/, '/v1/publish/{topic}').replace(/^\/v1\/lattice\/.*$/, '/v1/lattice/{namespace}').replace(/^\/v1\/user\/.*\/users$/, '/v1/user/{uid}/users');
+    const toTemplate = (path: string): string => path.replace(/connection\/[^/]+/, 'connection/{cid}').replace(/subscriptions\/.*$/, 'subscriptions/{topic}').replace(/lattices\/.*$/, 'lattices/{namespace}').replace(/^\/v1\/publish\/.*$/, '/v1/publish/{topic}').replace(/^\/v1\/lattice\/.*$/, '/v1/lattice/{namespace}').replace(/^\/v1\/user\/.*\/(users|connections)$/, '/v1/user/{uid}/$1');
     const expected = [...ENDPOINTS.map((e) => `${e.method} ${toTemplate(e.path('c1'))}`), 'POST /v1/batch'];
     expect(operations.sort()).toEqual(expected.sort());
     for (const [path, methods] of Object.entries(paths)) {

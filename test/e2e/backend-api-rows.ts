@@ -12,7 +12,11 @@ export type PathOf = (cid: string) => string;
 export const KIB = 1024;
 export const OVERSIZED = JSON.stringify({ text: 'x'.repeat(2 * KIB) });
 
-/** The nine endpoints, each with a body it accepts (undefined: none). */
+/**
+ * The nine endpoints and the two of SPEC §12.6 (10, 11), each with a body it
+ * accepts (undefined: none). 10 and 11 name a connection and a user other than
+ * the spec's own client, which the later rows still use.
+ */
 export const ENDPOINTS: ReadonlyArray<{ n: number; method: Method; path: PathOf; body?: unknown }> = [
   { n: 1, method: 'PUT', path: (cid) => `/v1/connection/${cid}/subscriptions/room/1` },
   { n: 3, method: 'POST', path: () => '/v1/publish/room/1', body: { text: 'hi' } },
@@ -23,6 +27,8 @@ export const ENDPOINTS: ReadonlyArray<{ n: number; method: Method; path: PathOf;
   { n: 7, method: 'PUT', path: (cid) => `/v1/connection/${cid}/users`, body: ['u2', 'team:a/b-c_d'] },
   { n: 8, method: 'PUT', path: () => '/v1/user/u1/users', body: ['u3'] },
   { n: 9, method: 'DELETE', path: (cid) => `/v1/connection/${cid}/users` },
+  { n: 10, method: 'DELETE', path: () => '/v1/connection/Zz_other-conn' },
+  { n: 11, method: 'DELETE', path: () => '/v1/user/u9/connections' },
 ];
 
 /** A body each method+path accepts, so that a 404 can only come from the path or the method. */
@@ -40,6 +46,8 @@ export const WELL_FORMED_UNKNOWN_ROWS: ReadonlyArray<[string, Method, string, un
   ['a well-formed unknown cid on endpoint 9', 'DELETE', '/v1/connection/Zz_unknown-cid/users', undefined],
   ['a 64-character cid', 'PUT', `/v1/connection/${'a'.repeat(64)}/subscriptions/t`, undefined],
   ['an unknown user on endpoint 8', 'PUT', '/v1/user/nobody:here/users', ['u1']],
+  ['a well-formed unknown cid on endpoint 10', 'DELETE', '/v1/connection/Zz_unknown-cid', undefined],
+  ['an unknown user on endpoint 11', 'DELETE', '/v1/user/nobody:here/connections', undefined],
   ['a topic nobody subscribed to', 'POST', '/v1/publish/nobody/listens', 1],
   ['a namespace nobody subscribed to', 'POST', '/v1/lattice/empty_ns', {}],
   ['the namespace `gateway` without a slash', 'POST', '/v1/lattice/gateway', {}],
@@ -53,7 +61,6 @@ export const NOT_FOUND_PATHS: ReadonlyArray<[string, PathOf]> = [
   ['/v1/', () => '/v1/'],
   ['/v1/connection', () => '/v1/connection'],
   ['/v1/connection/', () => '/v1/connection/'],
-  ['/v1/connection/<cid>', (cid) => `/v1/connection/${cid}`],
   ['/v1/connection/<cid>/', (cid) => `/v1/connection/${cid}/`],
   ['/v1/connection/<cid>/invalid-method', (cid) => `/v1/connection/${cid}/invalid-method`],
   ['/v1/connection/<cid>/subscriptions', (cid) => `/v1/connection/${cid}/subscriptions`],
@@ -81,6 +88,9 @@ export const NOT_FOUND_PATHS: ReadonlyArray<[string, PathOf]> = [
   ['/v1/user/u1', () => '/v1/user/u1'],
   ['/v1/user/u1/users/', () => '/v1/user/u1/users/'],
   ['/v1/user/a.b/users', () => '/v1/user/a.b/users'],
+  ['/v1/user/u1/connections/', () => '/v1/user/u1/connections/'],
+  ['/v1/user/a.b/connections', () => '/v1/user/a.b/connections'],
+  ['/v1/user//connections', () => '/v1/user//connections'],
   ['/v2/publish/a', () => '/v2/publish/a'],
 ];
 
@@ -99,6 +109,7 @@ export const CID_ENDPOINTS: ReadonlyArray<[number, Method, (cid: string) => stri
   [5, 'DELETE', (c) => `/v1/connection/${c}/lattices/ns`],
   [7, 'PUT', (c) => `/v1/connection/${c}/users`],
   [9, 'DELETE', (c) => `/v1/connection/${c}/users`],
+  [10, 'DELETE', (c) => `/v1/connection/${c}`],
 ];
 
 export const UNSUPPORTED_METHOD_ROUTES: ReadonlyArray<[string, PathOf, Method[]]> = [
@@ -108,6 +119,8 @@ export const UNSUPPORTED_METHOD_ROUTES: ReadonlyArray<[string, PathOf, Method[]]
   ['/v1/lattice/ns', () => '/v1/lattice/ns', ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH']],
   ['/v1/connection/<cid>/users', (c) => `/v1/connection/${c}/users`, ['GET', 'HEAD', 'POST', 'PATCH']],
   ['/v1/user/u1/users', () => '/v1/user/u1/users', ['GET', 'HEAD', 'POST', 'DELETE', 'PATCH']],
+  ['/v1/connection/<cid>', (c) => `/v1/connection/${c}`, ['GET', 'HEAD', 'POST', 'PUT', 'PATCH']],
+  ['/v1/user/u1/connections', () => '/v1/user/u1/connections', ['GET', 'HEAD', 'POST', 'PUT', 'PATCH']],
 ];
 
 export const RESERVED_NAMESPACE_ROWS: ReadonlyArray<[number, Method, PathOf, unknown]> = [
@@ -124,6 +137,8 @@ export const NO_BODY_ENDPOINTS: ReadonlyArray<[number, Method, PathOf]> = [
   [2, 'DELETE', (c: string) => `/v1/connection/${c}/subscriptions/t`],
   [5, 'DELETE', (c: string) => `/v1/connection/${c}/lattices/ns`],
   [9, 'DELETE', (c: string) => `/v1/connection/${c}/users`],
+  [10, 'DELETE', (c: string) => `/v1/connection/${c}`],
+  [11, 'DELETE', () => '/v1/user/u1/connections'],
 ];
 
 export const BODY_ENDPOINTS: ReadonlyArray<[number, Method, PathOf]> = [

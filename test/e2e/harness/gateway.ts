@@ -2,7 +2,7 @@ import { loadConfig } from '../../../src/config/load-config';
 import { JsonLogger } from '../../../src/logging/json-logger';
 import { RunningGateway, startGateway } from '../../../src/start-gateway';
 import { FakeUpstream } from './fake-upstream';
-import { WsClient } from './ws-client';
+import { Frame, WsClient } from './ws-client';
 
 /** A started gateway with a fake upstream and the clients a test opened. */
 export interface TestGateway {
@@ -19,7 +19,7 @@ export interface TestGateway {
   /** Connect a client (closed by `close()`). */
   connect(options?: Parameters<typeof WsClient.connect>[1]): Promise<WsClient>;
   /** Connect and await hello. */
-  hello(options?: Parameters<typeof WsClient.connect>[1]): Promise<{ client: WsClient; hello: unknown[] }>;
+  hello(options?: Parameters<typeof WsClient.connect>[1]): Promise<{ client: WsClient; hello: Frame }>;
   /** The connection id of the next authorization request (with this raw query string, when given). */
   connectionIdOf(query?: string): Promise<string>;
   /** Connect as `user` (query `user=<user>` unless given), await hello, and learn the connection id. */

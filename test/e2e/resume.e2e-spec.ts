@@ -1,0 +1,464 @@
+import type { Socket } from 'node:net';
+import { TestGateway, startTestGateway } from './harness/gateway';
+import { api } from './harness/http';
+import { scrapeMetrics, untilMetric } from './harness/metrics';
+import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocol, resumeProtocols } from './harness/resume';
+import { Frame, PROTOCOL, WsClient } from './harness/ws-client';
+
+/** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
+describe('resumable sessions (SPEC §12, one node)', () => {
+  let t: TestGateway;
+  afterEach(() => t.close());
+
+  let barriers = 0;
+
+  async function start(env: Record<string, string> = {}): Promise<void> {
+    t = await startTestGateway(env);
+  }
+
+  /** Connect as `user`, opted in; the hello's resume object and the connection id. */
+  async function optIn(user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string; hello: Frame }> {
+    const { client, hello } = await t.hello({ query: `user=${user}`, protocols: optInProtocols() });
+    const cid = await t.connectionIdOf(`user=${user}`);
+    return { client, resume: resumeOf(hello), cid, hello };
+  }
+
+  /** Resume with `token` (query `user=<user>-resume`, so a fallback's authorization can be told apart). */
+  async function resume(user: string, token: string, positions: Record<string, Position> = {}): Promise<{ client: WsClient; hello: Frame }> {
+    return t.hello({ query: `user=${user}-resume`, protocols: resumeProtocols(token, positions) });
+  }
+
+  function authRequests(): number {
+    return t.upstream.requests.filter((r) => r.path.endsWith('/gateway/authorize_connection')).length;
+  }
+
+  async function put(path: string, body?: unknown): Promise<void> {
+    const res = await api(t.apiUrl, 'PUT', path, body);
+    expect([path, res.status, res.text]).toEqual([path, 204, '']);
+  }
+
+  async function publish(topic: string, payload: unknown): Promise<void> {
+    const res = await api(t.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload));
+    expect(res.status).toBe(204);
+  }
+
+  async function untilDetached(count: number): Promise<void> {
+    await untilMetric(t.apiUrl, 'gateway_sessions_detached', (v) => v === count);
+  }
+
+  /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
+  async function expectNothingMore(client: WsClient): Promise<void> {
+    const requestId = `barrier-${++barriers}`;
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+  }
+
+  describe('opting in (12.1)', () => {
+    it('a legacy client gets hello meta {} and message meta {"topic"} byte for byte', async () => {
+      await start();
+      const { client, cid } = await t.helloAs('ann');
+      const raw: string[] = [];
+      client.socket.on('message', (data: Buffer) => raw.push(data.toString('utf8')));
+      await put(`/v1/connection/${cid}/subscriptions/a/b`);
+      await publish('a/b', { n: 1 });
+      await client.next();
+      expect(raw).toEqual(['["message",{"topic":"a.b"},{"n":1}]']);
+      expect(client.frames[0]).toEqual(['hello', {}, { user_id: 'ann' }]);
+    });
+
+    it('an opted-in client gets a resume token and the window, and the lattice protocol is echoed alone', async () => {
+      await start({ RESUME_WINDOW: '45s' });
+      const { client, resume, hello } = await optIn('ann');
+      expect(client.protocol).toBe(PROTOCOL);
+      expect(helloMeta(hello)).toEqual({ resume: { token: resume.token, window: 45 } });
+      expect(resume.token).toMatch(/^[A-Za-z0-9_-]{22,}$/);
+      expect(hello[2]).toEqual({ user_id: 'ann' });
+    });
+
+    it('RESUME_WINDOW=0 ignores the opt-in: meta {} and legacy message frames', async () => {
+      await start({ RESUME_WINDOW: '0s' });
+      const { client, hello } = await t.hello({ query: 'user=ann', protocols: optInProtocols() });
+      expect(hello).toEqual(['hello', {}, { user_id: 'ann' }]);
+      const cid = await t.connectionIdOf('user=ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await publish('t1', 1);
+      expect(await client.next()).toEqual(['message', { topic: 't1' }, 1]);
+    });
+
+    it('message frames of a resumable connection carry offset and epoch, 1, 2, 3 per topic', async () => {
+      await start();
+      const { client, cid } = await optIn('ann');
+      const legacy = await t.helloAs('bob');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await put(`/v1/connection/${legacy.cid}/subscriptions/t1`);
+      for (const n of [1, 2, 3]) await publish('t1', { n });
+      const frames = [await client.next(), await client.next(), await client.next()];
+      const epoch = frames[0][1].epoch as string;
+      expect(epoch).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+      expect(frames).toEqual([1, 2, 3].map((n) => ['message', { topic: 't1', offset: n, epoch }, { n }]));
+      expect([await legacy.client.next(), await legacy.client.next(), await legacy.client.next()]).toEqual(
+        [1, 2, 3].map((n) => ['message', { topic: 't1' }, { n }]),
+      );
+    });
+  });
+
+  describe('resuming (12.2, 12.3)', () => {
+    it('resumes a dropped session: same connection id, no authorization, missed messages, snapshots, then live', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await put(`/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 1 } }, private: { ann: { k: {} } } });
+      await put(`/v1/connection/${cid}/users`, ['ann']);
+      await client.next(); // lattice snapshot
+      await client.next(); // users snapshot
+      await publish('t1', 'seen');
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 'missed-1');
+      await publish('t1', 'missed-2');
+      const auths = authRequests();
+
+      const { client: again, hello } = await resume('ann', first.token, { t1: seen });
+      expect(authRequests()).toBe(auths);
+      const meta = helloMeta(hello);
+      expect(meta).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: true, lost: [] });
+      expect((meta.resume as ResumeMeta).token).not.toBe(first.token);
+      expect(hello[2]).toEqual({ user_id: 'ann' });
+      const epoch = seen[1];
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch }, 'missed-1']);
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'missed-2']);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1 } }]);
+      const users = await again.next();
+      expect(users[0]).toBe('lattice');
+      expect(users[1]).toEqual({ namespace: 'gateway.user' });
+      expect((users[2] as Record<string, { status_register: [number, string] }>).ann.status_register[1]).toBe('active');
+      await publish('t1', 'live');
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch }, 'live']);
+      // The same connection id: a /v1 command for it reaches the resumed socket.
+      await put(`/v1/connection/${cid}/subscriptions/t2`);
+      await publish('t2', 'by-cid');
+      expect(await again.next()).toEqual(['message', { topic: 't2', offset: 1, epoch: expect.any(String) }, 'by-cid']);
+      await expectNothingMore(again);
+      await untilDetached(0);
+    });
+
+    it('a topic without a position replays everything published after the session subscribed to it', async () => {
+      await start();
+      const bob = await optIn('bob');
+      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
+      await publish('t1', 'before'); // offset 1, before ann's subscription
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 'after'); // offset 2
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 'after']);
+      await expectNothingMore(again);
+    });
+
+    it('/v1 commands apply to a detached session and take effect on resume', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      await put(`/v1/connection/${cid}/subscriptions/news`);
+      await put(`/v1/connection/${cid}/lattices/ns`, { private: { ann: { k: { x_counter: 7 } } } });
+      await put(`/v1/connection/${cid}/users`, ['zed']);
+      await publish('news', 'while-away');
+      const { client: again } = await resume('ann', first.token);
+      expect(await again.next()).toEqual(['message', { topic: 'news', offset: 1, epoch: expect.any(String) }, 'while-away']);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { x_counter: 7 } }]);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { zed: { status_register: [0, 'offline'] } }]);
+      await expectNothingMore(again);
+    });
+
+    it('tokens are single use: the old token falls back to a normal connect with resumed: false', async () => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      const { client: again } = await resume('ann', first.token);
+      const { hello } = await resume('ann', first.token);
+      const meta = helloMeta(hello);
+      expect(meta).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: false });
+      expect(hello[2]).toEqual({ user_id: 'ann-resume' }); // a new authorization, with the new handshake's query string
+      // The resumed connection was not disturbed by the failed attempt.
+      await expectNothingMore(again);
+    });
+
+    it('resuming a still-attached (half-open) session closes the old socket with 4409 session_resumed', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await client.closed()).toEqual({ code: 4409, reason: 'session_resumed' });
+      await publish('t1', 'after');
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 1, epoch: expect.any(String) }, 'after']);
+      await expectNothingMore(again);
+      expect(await t.openConnections()).toBe(1);
+    });
+
+    it('resumes many times in a row, each time with the latest token, the first right after hello', async () => {
+      await start();
+      let { client, resume: current, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      let position: Position | null = null;
+      for (let round = 1; round <= 4; round++) {
+        if (round > 1) await dropConnection(client);
+        const resumed = await resume('ann', current.token, position === null ? {} : { t1: position });
+        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true, lost: [] });
+        client = resumed.client;
+        current = resumeOf(resumed.hello);
+        await publish('t1', round);
+        position = positionOf(await client.next(), 't1');
+        expect(position[0]).toBe(round);
+      }
+      await expectNothingMore(client);
+    });
+
+    it.each([1000, 1001])('a client close %i ends the session at once: offline at the deadline, never inactive; the token is void', async (code) => {
+      await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
+      const watcher = await t.helloAs('wat');
+      await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+      await watcher.client.next();
+      const { client, resume: first } = await optIn('ann');
+      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
+      client.socket.close(code);
+      await client.closed();
+      // Ended, so not counted as a connection: the deadline makes it offline (a detached one would be inactive).
+      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'offline'] } });
+      await untilDetached(0);
+      const { hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+    });
+
+    it('a client close frame with another code detaches the session', async () => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      client.socket.close(4000);
+      await client.closed();
+      await untilDetached(1);
+      const { hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true });
+    });
+  });
+
+  describe('ends of a socket (12.2, 12.5, 12.6)', () => {
+    it('a ping timeout detaches the session', async () => {
+      await start({ PING_INTERVAL: '100ms' });
+      const { client, hello } = await t.hello({ query: 'user=ann', protocols: optInProtocols(), autoPong: false });
+      await untilDetached(1);
+      expect(client.socket.readyState).not.toBe(client.socket.CONNECTING);
+      client.socket.terminate();
+      const { hello: again } = await resume('ann', resumeOf(hello).token);
+      expect(helloMeta(again)).toMatchObject({ resumed: true });
+    });
+
+    it('a slow-consumer close detaches the session; the resume reports what the history lost', async () => {
+      await start({ CLIENT_QUEUE_MAX_BYTES: '64KiB', TOPIC_HISTORY_SIZE: '5' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/flood`);
+      (client.socket as unknown as { _socket: Socket })._socket.pause();
+      const pad = 'x'.repeat(100 * 1024);
+      for (let seq = 0; (await scrapeMetrics(t.apiUrl)).value('gateway_slow_consumer_closes_total') === 0; ) {
+        if (seq > 800) throw new Error('no slow-consumer close after 800 messages of 100 KiB');
+        for (const end = seq + 20; seq < end; seq += 1) await publish('flood', { seq, pad });
+      }
+      client.socket.terminate();
+      await untilDetached(1);
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['flood'] });
+      await expectNothingMore(again);
+    });
+
+    it('a drain closes resumable sessions with 1012 service_restart and legacy ones with 1001', async () => {
+      await start();
+      const { client } = await optIn('ann');
+      const legacy = await t.helloAs('bob');
+      const closing = t.gateway.close();
+      expect(await client.closed()).toEqual({ code: 1012, reason: 'service_restart' });
+      expect(await legacy.client.closed()).toEqual({ code: 1001, reason: 'shutdown' });
+      await closing;
+      await start(); // afterEach closes it
+    });
+
+    it('DELETE /v1/connection of a detached session ends it: it cannot be resumed', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      expect((await api(t.apiUrl, 'DELETE', `/v1/connection/${cid}`)).status).toBe(204);
+      await untilDetached(0);
+      const { hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+    });
+
+    it('DELETE /v1/user/…/connections closes a live resumable session with 4403: not detached, not resumable', async () => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      expect((await api(t.apiUrl, 'DELETE', '/v1/user/ann/connections')).status).toBe(204);
+      expect(await client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
+      await untilDetached(0);
+      const { hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+    });
+  });
+
+  describe('presence (12.2)', () => {
+    it('a detached session counts as a connection until its window ends: inactive at the deadline, offline after the window', async () => {
+      await start({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', RESUME_WINDOW: '1200ms' });
+      const watcher = await t.helloAs('wat');
+      const { client } = await optIn('ann');
+      await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
+      const droppedAt = Date.now();
+      await dropConnection(client);
+      await untilDetached(1);
+      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'inactive'] } });
+      expect((await watcher.client.next(3000))[2]).toEqual({ ann: { status_register: [expect.any(Number), 'offline'] } });
+      expect(Date.now() - droppedAt).toBeGreaterThanOrEqual(1100);
+      await untilDetached(0);
+    });
+
+    it('the inactivity notice fires as usual while detached, and the session is inactive, not offline', async () => {
+      await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
+      const watcher = await t.helloAs('wat');
+      const { client } = await optIn('ann');
+      await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+      await watcher.client.next();
+      await dropConnection(client);
+      await t.upstream.nextRequest((r) => r.path.endsWith('/gateway/session_inactive'), 3000);
+      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'inactive'] } });
+    });
+  });
+
+  describe('history limits and lost topics (12.3, 12.4)', () => {
+    it('a topic whose missed messages the history no longer holds is lost and replays nothing', async () => {
+      await start({ TOPIC_HISTORY_SIZE: '3' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await put(`/v1/connection/${cid}/subscriptions/t2`);
+      await publish('t1', 0);
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(1);
+      for (let n = 1; n <= 5; n++) await publish('t1', n); // offsets 2..6; the history keeps 4..6
+      await publish('t2', 'kept');
+      const { client: again, hello } = await resume('ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      expect(await again.next()).toEqual(['message', { topic: 't2', offset: 1, epoch: expect.any(String) }, 'kept']);
+      await expectNothingMore(again);
+      await publish('t1', 'live');
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 7, epoch: seen[1] }, 'live']);
+      const metrics = await scrapeMetrics(t.apiUrl);
+      expect(metrics.value('gateway_lost_topics_total')).toBe(1);
+      expect(metrics.value('gateway_replayed_messages_total')).toBe(1);
+    });
+
+    it('a position of another epoch is lost', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 1);
+      const { client: again, hello } = await resume('ann', first.token, { t1: [0, 'another-epoch'] });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await expectNothingMore(again);
+    });
+
+    it('TOPIC_HISTORY_SIZE=0 replays nothing; topics with missed messages are lost, the others not', async () => {
+      await start({ TOPIC_HISTORY_SIZE: '0' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await put(`/v1/connection/${cid}/subscriptions/quiet`);
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 1);
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await expectNothingMore(again);
+      await publish('t1', 2);
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 2]);
+    });
+
+    it('the history of a topic is dropped TOPIC_HISTORY_TTL after its last publish', async () => {
+      await start({ RESUME_WINDOW: '100ms', TOPIC_HISTORY_TTL: '200ms' });
+      const { cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await publish('t1', 1);
+      await untilMetric(t.apiUrl, 'gateway_topic_history_messages', (v) => v === 1);
+      await untilMetric(t.apiUrl, 'gateway_topic_history_messages', (v) => v === 0, 3000);
+    });
+  });
+
+  describe('fallbacks: a failed resume is one normal connect (12.3)', () => {
+    const cases: Array<[string, (token: string) => string]> = [
+      ['a forged token', () => resumeProtocol({ token: 'A'.repeat(32), positions: {} })],
+      ['a token that is not a string', () => resumeProtocol({ token: 42, positions: {} })],
+      ['positions that are not an object', (token) => resumeProtocol({ token, positions: [1] })],
+      ['a position with a bad offset', (token) => resumeProtocol({ token, positions: { t1: [-1, 'e'] } })],
+      ['a topic name that is not one', (token) => resumeProtocol({ token, positions: { 'a..b': [1, 'e'] } })],
+      ['not base64url', () => 'gateway-resume.!!!'],
+      ['base64url of something not JSON', () => 'gateway-resume.' + Buffer.from('{nope').toString('base64url')],
+      ['a JSON array', () => resumeProtocol([1, 2])],
+      ['an offer over 8 KiB', (token) => resumeProtocol({ token, positions: { pad: [1, 'x'.repeat(8200)] } })],
+    ];
+
+    it.each(cases)('%s: a new connection with resumed: false, counted as invalid; a valid token stays valid', async (_, offer) => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      const auths = authRequests();
+      const { hello } = await t.hello({ query: 'user=eve', protocols: [PROTOCOL, offer(first.token)] });
+      expect(authRequests()).toBe(auths + 1);
+      expect(helloMeta(hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: false });
+      expect(hello[2]).toEqual({ user_id: 'eve' });
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="invalid"}')).toBe(1);
+      const { hello: resumed } = await resume('ann', first.token);
+      expect(helloMeta(resumed)).toMatchObject({ resumed: true });
+    });
+
+    it('an expired token falls back and is counted as expired; nothing of the old session leaks', async () => {
+      await start({ RESUME_WINDOW: '200ms' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(1);
+      await untilDetached(0);
+      await publish('t1', 'nobody');
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      await expectNothingMore(again);
+    });
+
+    it('counts a successful resume, and never logs a token', async () => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      const { hello } = await resume('ann', first.token);
+      const second = resumeOf(hello);
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="resumed"}')).toBe(1);
+      const logs = t.logs.join('\n');
+      expect(logs).not.toContain(first.token);
+      expect(logs).not.toContain(second.token);
+    });
+  });
+
+  describe('limits (12.2)', () => {
+    it('detached sessions count toward MAX_CONNECTIONS', async () => {
+      await start({ MAX_CONNECTIONS: '1' });
+      const { client } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      await expect(t.connect({ query: 'user=bob' })).rejects.toMatchObject({ status: 503 });
+    });
+  });
+});
