@@ -98,16 +98,17 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
     req.on('end', async () => {
-      const path = req.url.split('?')[0];
-      if (req.method === 'GET' && page && page[path]) return servePage(res, page[path], portOfGateway(new URLSearchParams(req.url.split('?')[1] ?? '')));
-      const route = routes[path];
-      if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
+      // No request may bring the backend down: whatever throws is a 500.
       try {
+        const [path, query] = req.url.split('?');
+        if (req.method === 'GET' && page && page[path]) return servePage(res, page[path], () => portOfGateway(new URLSearchParams(query ?? '')));
+        const route = routes[path];
+        if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
         const [meta, args, kwargs] = JSON.parse(Buffer.concat(chunks).toString('utf8'));
         const [status, body] = await route(meta, args, kwargs, userOf(req.headers.authorization));
         reply(res, status, body);
       } catch (err) {
-        reply(res, 500, { error: err.message });
+        if (!res.headersSent) reply(res, 500, { error: err.message });
       }
     });
   });
@@ -126,9 +127,21 @@ function reply(res, status, body) {
   res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
 }
 
+/** A page that names the gateway's port is served once that port is known; before, 503 with a retry hint. */
 function servePage(res, file, gatewayPort) {
-  const body = file.body.replace('{{GATEWAY_PORT}}', String(gatewayPort));
+  let body = file.body;
+  if (body.includes('{{GATEWAY_PORT}}')) {
+    const port = gatewayPort();
+    if (!Number.isInteger(port) || port <= 0) return serveStarting(res);
+    body = body.replace('{{GATEWAY_PORT}}', String(port));
+  }
   res.writeHead(200, { 'Content-Type': file.type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }).end(body);
+}
+
+/** The gateway has not started yet (the demo starts it after this backend): a browser reloads in a second. */
+function serveStarting(res) {
+  const body = '<!doctype html><meta http-equiv="refresh" content="1"><title>Starting</title><p>The gateway is starting; this page reloads in a second.</p>\n';
+  res.writeHead(503, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Retry-After': '1', 'Cache-Control': 'no-store' }).end(body);
 }
 
 module.exports = { startChatBackend };

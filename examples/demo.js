@@ -86,15 +86,19 @@ async function startRedisServer() {
 async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, backendPort = 9000, apiToken, gatewayEnv = {}, onLine, nodes = 1 } = {}) {
   const page = await buildChatPage();
   const gateways = [];
-  // `?node=N` on the page picks the node its WebSocket connects to.
-  const nodeOf = (query) => gateways[Math.min(Math.max(Number(query?.get('node')) || 1, 1), gateways.length) - 1];
+  // `?node=N` on the page picks the node its WebSocket connects to. Until node N has
+  // started it is undefined, and the page is answered 503 with Retry-After (chat-backend.js).
+  const nodeOf = (query) => gateways[Math.min(Math.max(Number(query?.get('node')) || 1, 1), nodes) - 1];
   const backend = await startChatBackend({
     port: backendPort,
     host,
-    apiUrl: () => `http://${host}:${gateways[0].internalPort}`,
+    apiUrl: () => {
+      if (gateways.length === 0) throw new Error('the gateway has not started yet');
+      return `http://${host}:${gateways[0].internalPort}`;
+    },
     apiToken,
     page,
-    gatewayPort: (query) => nodeOf(query).publicPort,
+    gatewayPort: (query) => nodeOf(query)?.publicPort,
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
   const redis = nodes > 1 && !gatewayEnv.REDIS_URL && !process.env.REDIS_URL ? await startRedisServer() : null;

@@ -41,8 +41,14 @@ export class NodeLiveness {
     this.goneListeners.push(listener);
   }
 
-  /** Refresh our key and look for dead nodes every {@link ALIVE_REFRESH_MS}. */
+  /**
+   * Refresh our key and look for dead nodes every {@link ALIVE_REFRESH_MS}.
+   * After every reconnection, this node is back in the registry before the
+   * features re-assert their state (this is the link's first up-listener):
+   * a node whose presence is in Redis is always one whose death is noticed.
+   */
   start(): void {
+    this.link.onUp(async () => void (await this.register()));
     this.timer = setInterval(() => void this.tick(), ALIVE_REFRESH_MS);
     this.timer.unref();
   }
@@ -55,14 +61,28 @@ export class NodeLiveness {
     await Promise.all([this.link.command.del(this.names.alive(this.nodeId)), this.link.command.srem(this.names.nodes, this.nodeId)]).catch(() => undefined);
   }
 
+  /**
+   * Set our liveness key and list this node. SET (not NX) re-asserts a key
+   * Redis lost; GET tells whether it was still ours. False: it was gone.
+   */
+  private async register(): Promise<boolean> {
+    const redis = this.link.command;
+    const previous = await this.link.timed('set', redis.set(this.names.alive(this.nodeId), this.token, 'PX', ALIVE_TTL_MS, 'GET'));
+    await redis.sadd(this.names.nodes, this.nodeId);
+    return previous === this.token;
+  }
+
   private async tick(): Promise<void> {
     if (!this.link.isUp || this.isTicking) return;
     this.isTicking = true;
     try {
+      if (!(await this.register())) {
+        // Our key was gone while the link stayed up: Redis lost data, or this node was stopped
+        // (SIGSTOP, a long pause) past the timeout and reaped. Re-assert everything, as after a reconnect.
+        this.logger.warn({ msg: 'liveness key was lost: re-asserting this node\'s state' });
+        this.link.resyncNow();
+      }
       const redis = this.link.command;
-      // After an outage Redis may have lost our key: SET (not NX) re-asserts it.
-      await this.link.timed('set', redis.set(this.names.alive(this.nodeId), this.token, 'PX', ALIVE_TTL_MS));
-      await redis.sadd(this.names.nodes, this.nodeId);
       const others = (await redis.smembers(this.names.nodes)).filter((id) => id !== this.nodeId);
       if (others.length === 0) return;
       const replies = (await redis.pipeline(others.map((id) => ['exists', this.names.alive(id)])).exec()) ?? [];

@@ -30,6 +30,10 @@ export class RedisLink {
   private isUpNow = false;
   private isClosing = false;
   private resync: Promise<void> | null = null;
+  /** Both connections became ready, or a re-assertion was asked for, while a resync ran: run another after it. */
+  private isResyncAgain = false;
+  /** Epoch ms when the link last went down (null: never was up, or never went down). */
+  private downAt: number | null = null;
   /** Epoch ms of the last message the subscriber received (the idle probe's clock). */
   private lastHeardAt = Date.now();
   private probeSentAt: number | null = null;
@@ -69,6 +73,26 @@ export class RedisLink {
   /** Both connections ready. */
   get isUp(): boolean {
     return this.isUpNow;
+  }
+
+  /** When the link last went down (epoch ms), or null: features tell what Redis could not see meanwhile. */
+  get downSince(): number | null {
+    return this.downAt;
+  }
+
+  /**
+   * Run every up-listener again, as after a reconnection, though the link
+   * stayed up: Redis lost this node's state without closing the connection
+   * (its data was flushed, or this node was paused past its liveness timeout
+   * and reaped). No-op while down: the reconnection will do it.
+   */
+  resyncNow(): void {
+    if (!this.isUpNow) return;
+    if (this.resync !== null) {
+      this.isResyncAgain = true;
+      return;
+    }
+    this.resync = this.announce().finally(() => this.afterResync());
   }
 
   /**
@@ -166,8 +190,21 @@ export class RedisLink {
   }
 
   private onReady(): void {
-    if (this.command.status !== 'ready' || this.subscriber.status !== 'ready' || this.resync !== null) return;
-    this.resync = this.resubscribeThenAnnounce().finally(() => (this.resync = null));
+    if (this.command.status !== 'ready' || this.subscriber.status !== 'ready') return;
+    if (this.resync !== null) {
+      // The link went down and up again while the listeners of the last reconnection ran.
+      this.isResyncAgain = true;
+      return;
+    }
+    this.resync = this.resubscribeThenAnnounce().finally(() => this.afterResync());
+  }
+
+  private afterResync(): void {
+    this.resync = null;
+    if (!this.isResyncAgain) return;
+    this.isResyncAgain = false;
+    if (this.isUpNow) this.resyncNow();
+    else this.onReady();
   }
 
   private async resubscribeThenAnnounce(): Promise<void> {
@@ -183,6 +220,11 @@ export class RedisLink {
     this.isUpNow = true;
     this.metrics.redisUp.set(1);
     this.logger.log({ msg: 'redis up', channels: this.channels.size });
+    await this.announce();
+  }
+
+  /** The up-listeners, in registration order (node liveness first: it registers before the features). */
+  private async announce(): Promise<void> {
     for (const listener of this.upListeners) await this.runListener(listener);
   }
 
@@ -197,6 +239,7 @@ export class RedisLink {
   private onDown(role: string): void {
     if (!this.isUpNow) return;
     this.isUpNow = false;
+    this.downAt = Date.now();
     this.metrics.redisUp.set(0);
     if (!this.isClosing) this.logger.warn({ msg: 'redis down', role });
   }

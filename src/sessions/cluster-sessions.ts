@@ -38,18 +38,23 @@ for i = 1, #fields, 2 do
 end`;
 
 // KEYS: user hash (= user channel), node's users, deadlines.
-// ARGV: node, user id, deadline, authorization, handler, origin head, 'incr'|'set', count, wanted status.
+// ARGV: node, user id, deadline, authorization, handler, origin head, 'incr'|'set', count, wanted status:
+// 'active'; 'inactive' (its deadline passed long ago); 'due' (it passed while Redis could not claim it:
+// when Redis lost the user, it is active with that deadline, so the next claim sends its one notice).
 const ASSERT = `${NOW}
 local field = 'c:' .. ARGV[1]
 if ARGV[7] == 'incr' then redis.call('HINCRBY', KEYS[1], field, ARGV[8]) else redis.call('HSET', KEYS[1], field, ARGV[8]) end
+local s = redis.call('HGET', KEYS[1], 's')
 redis.call('HSET', KEYS[1], 'id', ARGV[2], 'auth', ARGV[4], 'h', ARGV[5])
 redis.call('SADD', KEYS[2], ARGV[2])
-local s = redis.call('HGET', KEYS[1], 's')
 local ver = tonumber(redis.call('HGET', KEYS[1], 'ver')) or 0
 local want = false
 if ARGV[9] == 'active' then
   redis.call('ZADD', KEYS[3], 'GT', ARGV[3], KEYS[1])
   if s ~= 'active' then want = 'active' end
+elseif not s and ARGV[9] == 'due' then
+  redis.call('ZADD', KEYS[3], 'GT', ARGV[3], KEYS[1])
+  want = 'active'
 elseif not s then want = 'inactive' end
 if want then
   ver = math.max(now, ver + 1)
@@ -59,8 +64,10 @@ if want then
 end
 return {s, ver}`;
 
-// KEYS: user hash, node's users, deadlines. ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head.
+// KEYS: user hash, node's users, deadlines, the node's liveness key.
+// ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again).
 const LEAVE = `${NOW}
+if ARGV[6] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0} end
 local field = 'c:' .. ARGV[1]
 local n = 0
 if ARGV[3] == 'one' then n = redis.call('HINCRBY', KEYS[1], field, -1) end
@@ -127,7 +134,7 @@ export class ClusterSessions {
     private readonly countOf: (userId: string) => number,
   ) {
     this.assertScript = link.script('gatewaySessionAssert', 3, ASSERT);
-    this.leaveScript = link.script('gatewaySessionLeave', 3, LEAVE);
+    this.leaveScript = link.script('gatewaySessionLeave', 4, LEAVE);
     this.claimScript = link.script('gatewaySessionClaim', 1, CLAIM);
     this.head = originHead(nodeId);
     link.onUp(() => this.reassert());
@@ -182,11 +189,16 @@ export class ClusterSessions {
     }
   }
 
-  /** Drain, or a dead node: its users' counts go; users left without connections go offline at once. */
+  /**
+   * Drain, or a dead node: its users' counts go; users left without
+   * connections go offline at once. A dead node that comes back meanwhile
+   * (it was paused, not dead: its liveness key is set again) keeps the rest:
+   * it re-asserts its presence when it finds its key was lost.
+   */
   async removeNode(nodeId: string): Promise<void> {
     const users = await this.link.command.smembers(this.names.nodeUsers(nodeId));
     await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));
-    await this.link.command.del(this.names.nodeUsers(nodeId));
+    if (nodeId === this.nodeId) await this.link.command.del(this.names.nodeUsers(nodeId));
   }
 
   /**
@@ -202,15 +214,22 @@ export class ClusterSessions {
     if (this.link.isUp) await this.run(() => this.removeNode(this.nodeId));
   }
 
-  /** After (re)connecting: this node's counts, deadlines and statuses as it knows them; stale ones removed. */
+  /**
+   * After (re)connecting, or when this node found its liveness key lost: this
+   * node's counts, deadlines and statuses as it knows them; stale ones
+   * removed. A deadline that passed since the link went down could not be
+   * claimed: if Redis lost the user, it goes back as due, so the next claim
+   * sends its one `session_inactive` (SPEC §8) and makes the user inactive.
+   */
   private async reassert(): Promise<void> {
     const listed = await this.link.command.smembers(this.names.nodeUsers(this.nodeId));
     const stale = listed.filter((userId) => !this.local.has(userId));
     await Promise.all(stale.map((userId) => this.run(() => this.leave(userId, this.nodeId, 'all', false))));
     const now = Date.now();
-    await Promise.all(
-      [...this.local].map(([userId, session]) => this.run(() => this.assert(userId, 'set', this.countOf(userId), session.deadlineAt > now ? 'active' : 'inactive'))),
-    );
+    // Deadlines that passed before this were claimed while Redis was reachable (claims run every ≤ 500 ms).
+    const unclaimedFrom = (this.link.downSince ?? now) - CLAIM_MIN_MS - CLAIM_JITTER_MS;
+    const wantedOf = (deadlineAt: number): 'active' | 'due' | 'inactive' => (deadlineAt > now ? 'active' : deadlineAt >= unclaimedFrom ? 'due' : 'inactive');
+    await Promise.all([...this.local].map(([userId, session]) => this.run(() => this.assert(userId, 'set', this.countOf(userId), wantedOf(session.deadlineAt)))));
   }
 
   private async flush(): Promise<void> {
@@ -226,7 +245,7 @@ export class ClusterSessions {
     await Promise.all(users.map((userId) => this.run(() => this.assert(userId, 'incr', 0, 'active'))));
   }
 
-  private async assert(userId: string, mode: 'incr' | 'set', count: number, wanted: 'active' | 'inactive'): Promise<void> {
+  private async assert(userId: string, mode: 'incr' | 'set', count: number, wanted: 'active' | 'due' | 'inactive'): Promise<void> {
     const session = this.local.get(userId);
     if (session === undefined) return;
     const key = this.names.channel('u', userId);
@@ -237,7 +256,9 @@ export class ClusterSessions {
 
   private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean): Promise<void> {
     const key = this.names.channel('u', userId);
-    const reply = (await this.leaveScript([key, this.names.nodeUsers(nodeId), this.names.deadlines], [nodeId, userId, mode, isForced ? '1' : '0', this.head])) as StatusReply;
+    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId)];
+    const isReaping = nodeId === this.nodeId ? '0' : '1';
+    const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping])) as StatusReply;
     if (reply[0] === 'offline') this.announce(userId, 'offline', reply[1]);
   }
 

@@ -14,6 +14,8 @@ export interface StartOptions {
   readonly keepAllLines?: boolean;
   /** Extra node flags (measurement settings only, never product behaviour). */
   readonly nodeArgs?: readonly string[];
+  /** How long to wait for "gateway started" (default 15 s). */
+  readonly startMs?: number;
 }
 
 /**
@@ -77,7 +79,7 @@ export class GatewayProcess {
     });
     gateway.readLines();
     try {
-      const line = await within(started, 'the "gateway started" line of dist/main.js', 15_000);
+      const line = await within(started, 'the "gateway started" line of dist/main.js', options.startMs ?? 15_000);
       gateway.publicPort = Number(line.public_port);
       gateway.internalPort = Number(line.internal_port);
     } catch (err) {
