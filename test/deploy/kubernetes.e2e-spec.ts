@@ -13,7 +13,6 @@ import { TestGateway, startTestGateway } from '../e2e/harness/gateway';
  */
 const DIR = join(__dirname, '../../deploy/kubernetes');
 
-/* eslint-disable @typescript-eslint/no-explicit-any -- manifests are read as plain YAML data */
 type Manifest = any;
 
 function readManifests(): { file: string; object: Manifest }[] {
@@ -135,7 +134,7 @@ describe('deploy/kubernetes', () => {
     let gateway: TestGateway;
     beforeAll(async () => {
       // Cluster mode as in the manifests, on the test Redis; ports as the harness binds them (0).
-      const env = { ...manifestEnv, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix() };
+      const env: Record<string, string> = { ...manifestEnv, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix() };
       for (const key of ['HOST', 'PORT', 'BACKEND_API_HOST', 'BACKEND_API_PORT', 'UPSTREAM_URL', 'NODE_OPTIONS']) delete env[key];
       gateway = await startTestGateway(env);
     });
