@@ -26,7 +26,6 @@ export class ConnectionRegistry {
     private readonly metrics: GatewayMetrics,
   ) {
     this.onSlowConsumer = () => metrics.slowConsumerCloses.inc();
-    metrics.connectionsLimit.set(config.limits.maxConnections);
   }
 
   /** Open connections, those awaiting authorization included. */

@@ -102,9 +102,10 @@ describeWithTool('promtool')('deploy/prometheus/alerts.yml', () => {
   describe('metric names', () => {
     let gateway: TestGateway;
     let exported: Set<string>;
+    let text: string;
     beforeAll(async () => {
-      gateway = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix() });
-      const text = await (await fetch(gateway.apiUrl + '/metrics')).text();
+      gateway = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix(), MAX_CONNECTIONS: '1234' });
+      text = await (await fetch(gateway.apiUrl + '/metrics')).text();
       exported = new Set(text.split('\n').filter((line) => line.startsWith('# TYPE ')).map((line) => line.split(' ')[2]));
     });
     afterAll(() => gateway?.close());
@@ -112,6 +113,10 @@ describeWithTool('promtool')('deploy/prometheus/alerts.yml', () => {
     it.each(rules.map((r) => [r.alert, r]))('%s reads only metrics a cluster-mode gateway exports', (_alert, rule) => {
       const unknown = metricsOf(rule.expr).filter((name) => !exported.has(name) && !EXTERNAL.has(name) && !PENDING_SPEC_12.has(name));
       expect(unknown).toEqual([]);
+    });
+
+    it('gateway_connections_limit is MAX_CONNECTIONS (GatewayConnectionsNearLimit divides by it)', () => {
+      expect(text).toMatch(/^gateway_connections_limit 1234$/m);
     });
   });
 });
