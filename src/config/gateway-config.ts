@@ -1,3 +1,5 @@
+import type { TracingSettings } from '../tracing/tracing-settings';
+
 /**
  * The gateway's whole configuration after one validated parse (SPEC §1).
  * Units are normalised: durations in milliseconds, sizes in bytes.
@@ -28,6 +30,8 @@ export abstract class GatewayConfig {
   /** LATTICE_RETENTION: how long Redis keeps a namespace nobody subscribes to after its last update. */
   abstract readonly latticeRetentionMs: number;
   abstract readonly log: LogSettings;
+  /** OpenTelemetry, from the standard OTEL_* variables; `tracesUrl` null = off. */
+  abstract readonly tracing: TracingSettings;
 }
 
 export interface ListenAddress {
