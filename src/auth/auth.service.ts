@@ -37,7 +37,7 @@ export class AuthService {
     span?.end(outcome.ok ? 'ok' : outcome.reason, response.kind === 'response' ? response.status : undefined);
     this.metrics.auth.labels(outcome.ok ? 'ok' : String(outcome.status)).inc();
     if (!outcome.ok) {
-      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, upstream: describeOutcome(response), reason: outcome.reason });
+      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, upstream: describeOutcome(response), reason: outcome.reason, trace_id: span?.traceId });
     }
     return outcome;
   }

@@ -9,9 +9,12 @@ import { TracingSettings } from './tracing-settings';
 /** A span around one upstream exchange; `traceparent` goes on the upstream request (W3C). */
 export class UpstreamSpan {
   readonly traceparent: string;
+  /** For log lines about this exchange (`trace_id`). */
+  readonly traceId: string;
 
   constructor(private readonly span: Span) {
     const context = span.spanContext();
+    this.traceId = context.traceId;
     this.traceparent = `00-${context.traceId}-${context.spanId}-0${context.traceFlags & 1}`;
   }
 

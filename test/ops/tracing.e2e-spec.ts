@@ -3,6 +3,7 @@ import { ChildGateway } from '../e2e/harness/child-gateway';
 import { FakeUpstream, RecordedRequest } from '../e2e/harness/fake-upstream';
 import { TestGateway, startTestGateway } from '../e2e/harness/gateway';
 import { api } from '../e2e/harness/http';
+import { waitFor } from '../e2e/harness/wait';
 import { WsClient } from '../e2e/harness/ws-client';
 import { OtlpReceiver } from './otlp-receiver';
 
@@ -80,6 +81,17 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
     const [, traceId, spanId] = TRACEPARENT.exec(String(auth.headers.traceparent)) ?? [];
     const span = await receiver.span((s) => s.name === 'gateway.authorize' && s.attributes['gateway.connection_id'] === cid, 'the authorization span');
     expect(span).toMatchObject({ traceId, spanId, attributes: { 'gateway.destination': 'default', 'gateway.outcome': 'ok', 'http.response.status_code': 200 } });
+  });
+
+  it('a refused authorization is an error span, and its log line names the trace', async () => {
+    upstream.on('POST /gateway/authorize_connection', { status: 401, json: { error: 'who are you' } });
+    const client = await WsClient.connect(gw.wsUrl, { query: 'user=mallory' });
+    clients.push(client);
+    expect((await client.next())[0]).toBe('fatal_error');
+    const span = await receiver.span((s) => s.name === 'gateway.authorize', 'the refused authorization span');
+    expect(span).toMatchObject({ status: { code: SpanStatusCode.ERROR }, attributes: { 'gateway.outcome': 'status 401', 'http.response.status_code': 401 } });
+    const line = await waitFor(() => gw.logs.find((entry) => entry.msg === 'authorization failed'), 'the "authorization failed" log line');
+    expect(line).toMatchObject({ trace_id: span.traceId });
   });
 
   it('a /v1 request with traceparent continues that trace', async () => {
