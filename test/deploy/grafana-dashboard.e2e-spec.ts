@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { TEST_REDIS_URL, randomPrefix } from '../e2e/harness/cluster';
-import { TestGateway, startTestGateway } from '../e2e/harness/gateway';
+import { TestCluster, startTestCluster } from '../e2e/harness/cluster';
+import { TestGateway } from '../e2e/harness/gateway';
 import { api } from '../e2e/harness/http';
 import { WsClient } from '../e2e/harness/ws-client';
 import { PrometheusServer, QueryAnswer } from './prometheus-server';
@@ -9,8 +9,9 @@ import { describeWithTool } from './tools';
 
 /**
  * deploy/grafana/gateway.json (issue 21): a real prometheus server scrapes a
- * real cluster-mode gateway under a little load, and every panel's query runs
- * through its HTTP API: every query parses, and the core panels return data.
+ * real two-node cluster under a little load (clients on node A, /v1 on node B),
+ * and every panel's query runs through its HTTP API: every query parses, the
+ * core panels return data, and the per-node panels show both nodes.
  */
 interface Panel {
   id: number;
@@ -54,7 +55,9 @@ describe('deploy/grafana/gateway.json (structure)', () => {
 });
 
 describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prometheus and gateway', () => {
+  let cluster: TestCluster;
   let gateway: TestGateway;
+  let apiUrl: string;
   let prometheus: PrometheusServer;
   const answers = new Map<string, QueryAnswer>();
 
@@ -62,12 +65,12 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
   async function loadRound(round: number, clients: { client: WsClient; cid: string }[]): Promise<void> {
     for (const [i, { client, cid }] of clients.entries()) {
       client.send(['chat.send', { request_id: round }, ['hi'], {}]);
-      await api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room/${round}`);
-      await api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/rooms`, { shared: { lobby: { n_counter: round } }, private: { [`user${i}`]: { lobby: { seen_counter: 0 } } } });
+      await api(apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room/${round}`);
+      await api(apiUrl, 'PUT', `/v1/connection/${cid}/lattices/rooms`, { shared: { lobby: { n_counter: round } }, private: { [`user${i}`]: { lobby: { seen_counter: 0 } } } });
     }
-    await api(gateway.apiUrl, 'POST', `/v1/publish/room/${round}`, { text: 'hello' });
-    await api(gateway.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { lobby: { n_counter: round + 1 } } });
-    await api(gateway.apiUrl, 'PUT', '/v1/connection/nosuch/subscriptions/room/1');
+    await api(apiUrl, 'POST', `/v1/publish/room/${round}`, { text: 'hello' });
+    await api(apiUrl, 'POST', '/v1/lattice/rooms', { shared: { lobby: { n_counter: round + 1 } } });
+    await api(apiUrl, 'PUT', '/v1/connection/nosuch/subscriptions/room/1');
     // Barrier: a last call per client; its result comes after this round's frames.
     for (const { client } of clients) {
       client.send(['chat.send', { request_id: 1000 + round }, ['barrier'], {}]);
@@ -78,8 +81,10 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
   }
 
   beforeAll(async () => {
-    gateway = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix() });
-    prometheus = await PrometheusServer.start([new URL(gateway.apiUrl).host]);
+    cluster = await startTestCluster(2);
+    [gateway] = cluster.nodes;
+    apiUrl = cluster.nodes[1].apiUrl;
+    prometheus = await PrometheusServer.start(cluster.nodes.map((node) => new URL(node.apiUrl).host));
     const clients = [await gateway.helloAs('user0'), await gateway.helloAs('user1')];
     for (let round = 1; round <= 4; round++) {
       await loadRound(round, clients);
@@ -90,7 +95,7 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
     }
   }, 90_000);
   afterAll(async () => {
-    await gateway?.close();
+    await cluster?.close();
     await prometheus?.stop();
   });
 
@@ -105,8 +110,18 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
     expect(answer.status === 'success' ? answer.samples.length : answer.error).toBeGreaterThan(0);
   });
 
-  it('the node variable finds the scraped node', async () => {
+  const perNode = queryPanels.flatMap((panel) =>
+    panel.targets!.filter((target) => /by \(instance\)/.test(target.expr) || /per node|Redis link up/.test(panel.title)).map((target) => [`${panel.title} ${target.refId}`, target.expr] as const),
+  );
+
+  it.each(perNode.filter(([, expr]) => !/gateway_connections_limit/.test(expr)))('%s: shows both nodes', (key) => {
+    const answer = answers.get(key)!;
+    const instances = answer.status === 'success' ? new Set(answer.samples.map((sample) => sample.metric.instance)) : new Set();
+    expect(instances.size).toBe(2);
+  });
+
+  it('the node variable finds both scraped nodes', async () => {
     const response = await fetch(`${prometheus.url}/api/v1/label/instance/values?match[]=${encodeURIComponent('gateway_connections{job="lattice-gateway"}')}`);
-    expect(((await response.json()) as { data: string[] }).data).toEqual([new URL(gateway.apiUrl).host]);
+    expect(((await response.json()) as { data: string[] }).data.sort()).toEqual(cluster.nodes.map((node) => new URL(node.apiUrl).host).sort());
   });
 });
