@@ -6,6 +6,7 @@ import { GatewayModule } from './gateway/gateway.module';
 import { HealthModule } from './health/health.module';
 import { LifecycleModule } from './lifecycle/lifecycle.module';
 import { MetricsModule } from './metrics/metrics.module';
+import { TracingModule } from './tracing/tracing.module';
 
 /** The whole gateway; no providers of its own. */
 @Module({})
@@ -13,7 +14,7 @@ export class AppModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [GatewayConfigModule.forRoot(config), MetricsModule, GatewayModule, BackendApiModule, LifecycleModule, HealthModule],
+      imports: [GatewayConfigModule.forRoot(config), MetricsModule, TracingModule, GatewayModule, BackendApiModule, LifecycleModule, HealthModule],
     };
   }
 }

@@ -22,7 +22,13 @@ const SERVERS = {
 /** Arguments of a target's process (the `api` scenario's bare servers share one file). */
 const SERVER_ARGS = { express: ['express'], node: ['node'] };
 /** Env of ours or the user's that would change what the gateway does; never passed on. */
-const DROPPED_ENV = ['GATEWAY_CONFIG', 'BACKEND_API_TOKEN', 'REDIS_URL', 'WS_PATH', 'ALLOWED_ORIGINS', 'REQUEST_ID_HEADER'];
+const DROPPED_ENV = ['GATEWAY_CONFIG', 'BACKEND_API_TOKEN', 'REDIS_URL', 'WS_PATH', 'ALLOWED_ORIGINS', 'REQUEST_ID_HEADER', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+/** --tracing: every gateway started exports its spans (100% sampled) to its own bench/otlp-sink.js. */
+const tracing = { isOn: false };
+
+function setTracing(isOn) {
+  tracing.isOn = isOn;
+}
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const live = new Set();
@@ -146,6 +152,23 @@ function getStatus(url) {
   });
 }
 
+/** The OTLP sink of a traced gateway; stopped with the scenario's other children. */
+async function startOtlpSink() {
+  const proc = fork(path.join(BENCH, 'otlp-sink.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const child = new Child(proc, 'otlp-sink');
+  pin(proc.pid, placement.load);
+  const port = await new Promise((resolve, reject) => {
+    const timer = setTimeout(() => reject(new Error('otlp sink did not start within 10 s')), 10_000);
+    proc.once('message', (m) => {
+      clearTimeout(timer);
+      resolve(m.port);
+    });
+    proc.once('exit', () => reject(new Error('otlp sink exited: ' + child.tail)));
+  });
+  child.url = `http://127.0.0.1:${port}`;
+  return child;
+}
+
 async function startUpstream() {
   const proc = fork(path.join(BENCH, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const child = new Child(proc, 'upstream');
@@ -179,6 +202,7 @@ async function startServer(target, upstreamUrl, extraEnv = {}) {
 
 async function startServerOnce(target, upstreamUrl, extraEnv) {
   const [port, apiPort] = [await freePort(), await freePort()];
+  const otlpEnv = tracing.isOn && target === 'gateway' ? { OTEL_EXPORTER_OTLP_ENDPOINT: (await startOtlpSink()).url, OTEL_TRACES_SAMPLER: 'always_on' } : {};
   const env = { ...process.env };
   for (const key of DROPPED_ENV) delete env[key];
   Object.assign(env, {
@@ -188,6 +212,7 @@ async function startServerOnce(target, upstreamUrl, extraEnv) {
     BACKEND_API_HOST: '127.0.0.1',
     BACKEND_API_PORT: String(apiPort),
     LOG_LEVEL: 'error',
+    ...otlpEnv,
     ...extraEnv,
   });
   const proc = fork(SERVERS[target], SERVER_ARGS[target] || [], { env, execArgv: ['--expose-gc', '-r', PROBE], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
@@ -267,4 +292,4 @@ function killAllNow() {
   }
 }
 
-module.exports = { ROOT, BENCH, Child, setPlacement, startUpstream, startServer, startWorkers, memoryOf, rssOf, cpuOf, stopAll, killAllNow, sleep };
+module.exports = { ROOT, BENCH, Child, setPlacement, setTracing, startUpstream, startServer, startWorkers, memoryOf, rssOf, cpuOf, stopAll, killAllNow, sleep };

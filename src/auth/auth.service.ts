@@ -6,6 +6,7 @@ import { UpstreamRoutes } from '../upstream/upstream-routes';
 import { AUTHORIZE_METHOD } from '../upstream/destinations';
 import { AuthOutcome, authOutcome } from './auth-response';
 import { describeOutcome } from '../upstream/upstream-response';
+import { GatewayTracer } from '../tracing/gateway-tracer';
 
 /** What the client's upgrade request carried (SPEC §3 kwargs). */
 export interface AuthRequest {
@@ -23,17 +24,20 @@ export class AuthService {
     private readonly upstream: UpstreamClient,
     private readonly routes: UpstreamRoutes,
     private readonly metrics: GatewayMetrics,
+    private readonly tracer: GatewayTracer,
   ) {}
 
   async authorize(connection: Connection, request: AuthRequest): Promise<AuthOutcome> {
     const route = this.routes.tableFor(connection.handler).route(AUTHORIZE_METHOD);
     const kwargs = { http_cookie: request.cookie, http_authorization: request.authorization, url_querystring: request.queryString };
     const body = JSON.stringify([{ connection_id: connection.id }, [], kwargs]);
-    const response = await this.upstream.post(route, body, { requestId: `${connection.id}-auth` }, 'auth');
+    const span = this.tracer.isEnabled ? this.tracer.startAuthorization(connection.id, route.destination.name) : null;
+    const response = await this.upstream.post(route, body, { requestId: `${connection.id}-auth`, traceparent: span?.traceparent }, 'auth');
     const outcome = authOutcome(response);
+    span?.end(outcome.ok ? 'ok' : outcome.reason, response.kind === 'response' ? response.status : undefined);
     this.metrics.auth.labels(outcome.ok ? 'ok' : String(outcome.status)).inc();
     if (!outcome.ok) {
-      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, upstream: describeOutcome(response), reason: outcome.reason });
+      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, upstream: describeOutcome(response), reason: outcome.reason, trace_id: span?.traceId });
     }
     return outcome;
   }

@@ -3,6 +3,7 @@ import type { NextFunction, Request, Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { GatewayConfig } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { GatewayTracer } from '../tracing/gateway-tracer';
 import { BackendApiError, writeApiError } from './backend-api.error';
 import { forgetInFlight, trackInFlight } from './client-fault';
 import { endpointLabel } from './endpoint-label';
@@ -35,6 +36,7 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   constructor(
     config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
+    private readonly tracer: GatewayTracer,
   ) {
     this.expected = config.backendApiToken === null ? null : Buffer.from(config.backendApiToken);
     const count = (method: string, url: string, status: number): void => this.count(endpointLabel(method, url), status);
@@ -47,6 +49,7 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   use(req: Request, res: Response, next: NextFunction): void {
     trackInFlight(res);
     res.on('finish', this.onFinish);
+    if (this.tracer.isEnabled) this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
     const path = req.path;
     if (path.includes('//') || path.endsWith('/')) return writeApiError(res, NOT_FOUND);

@@ -1,3 +1,5 @@
+import type { TracingSettings } from '../tracing/tracing-settings';
+
 /**
  * The gateway's whole configuration after one validated parse (SPEC §1).
  * Units are normalised: durations in milliseconds, sizes in bytes.
@@ -30,6 +32,8 @@ export abstract class GatewayConfig {
   /** SPEC §12: resumable sessions and topic history. */
   abstract readonly resume: ResumeSettings;
   abstract readonly log: LogSettings;
+  /** OpenTelemetry, from the standard OTEL_* variables; `tracesUrl` null = off. */
+  abstract readonly tracing: TracingSettings;
 }
 
 export interface ListenAddress {

@@ -3,6 +3,7 @@ import { plainToInstance } from 'class-transformer';
 import { validateSync, ValidatorOptions } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import { isMethodName } from '../protocol/identifiers';
+import { tracingSettings } from '../tracing/tracing-settings';
 import { EnvDto } from './env.dto';
 import { DestinationDto, FileDto, HandlerDto } from './file.dto';
 import type { Destination, GatewayConfig, Handler, LogFormat, LogLevel, RouteTarget } from './gateway-config';
@@ -72,8 +73,9 @@ export function loadConfigWithWarnings(env: Record<string, string | undefined>, 
   problems.push(...problemLines(validateSync(envDto, ENV_OPTIONS), ''));
   problems.push(...crossEnvProblems(envDto, fileText !== undefined));
   const file = fileText === undefined ? undefined : readFile(fileText, problems);
+  const tracing = tracingSettings(raw, problems);
   if (problems.length > 0) throw new ConfigError(problems);
-  return { config: deepFreeze(buildConfig(envDto, file)), warnings: Object.freeze(warnings) };
+  return { config: deepFreeze({ ...buildConfig(envDto, file), tracing }), warnings: Object.freeze(warnings) };
 }
 
 function presentValues(env: Record<string, string | undefined>): Record<string, string> {
@@ -190,7 +192,7 @@ function parseTarget(target: unknown, at: string, destinations: ReadonlyMap<stri
   return { destination, pathPrefix };
 }
 
-function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
+function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayConfig, 'tracing'> {
   return {
     version: VERSION,
     nodeId: env.NODE_ID ?? randomNodeId(),

@@ -6,6 +6,7 @@ import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER
 import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
 import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
+import { GatewayTracer } from '../tracing/gateway-tracer';
 import { callReply } from '../upstream/call-reply';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamResponse } from '../upstream/upstream-response';
@@ -34,6 +35,7 @@ export class ClientFramesService {
   };
   private readonly counted;
   private readonly sent;
+  private readonly isTracing: boolean;
 
   constructor(
     config: GatewayConfig,
@@ -41,7 +43,9 @@ export class ClientFramesService {
     private readonly routes: UpstreamRoutes,
     private readonly sessions: SessionsService,
     metrics: GatewayMetrics,
+    private readonly tracer: GatewayTracer,
   ) {
+    this.isTracing = tracer.isEnabled;
     this.maxFrameBytes = config.limits.maxFrameBytes;
     this.maxEarlyBytes = Math.min(EARLY_FRAMES_MAX_BYTES, config.limits.clientQueueMaxBytes);
     this.maxPendingCalls = config.limits.clientMaxPendingCalls;
@@ -108,12 +112,14 @@ export class ClientFramesService {
     // SPEC §4.2: the server's connection_id overrides a client-sent one.
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
     const requestId = route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
-    const headers = { authorization: connection.identity!.authorization, requestId };
+    const span = this.isTracing ? this.tracer.startCall(connection.id, call.method, route.destination.name) : null;
+    const headers = { authorization: connection.identity!.authorization, requestId, traceparent: span?.traceparent };
     // post() never rejects, so the count always comes back down.
     connection.pendingCalls++;
     const response = await this.upstream.post(route, body, headers, 'call');
     connection.pendingCalls--;
     const reply = callReply(call.meta, response);
+    span?.end(reply.outcome, response.kind === 'response' ? response.status : undefined);
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
   }
 

@@ -12,6 +12,8 @@ export class GatewayMetrics {
   readonly registry = new Registry();
 
   readonly connections = new Gauge({ name: 'gateway_connections', help: 'Open WebSocket connections (pending included)', registers: [this.registry] });
+  /** MAX_CONNECTIONS, so that an alert can compare `gateway_connections` with it (deploy/prometheus/alerts.yml). */
+  readonly connectionsLimit = new Gauge({ name: 'gateway_connections_limit', help: 'MAX_CONNECTIONS: open WebSockets allowed on this node', registers: [this.registry] });
   readonly connectionsOpened = new Counter({ name: 'gateway_connections_opened_total', help: 'WebSocket connections accepted', registers: [this.registry] });
   readonly auth = new Counter({ name: 'gateway_auth_total', help: 'Authorization outcomes', labelNames: ['result'] as const, registers: [this.registry] });
   readonly upstreamRequests = new Counter({

@@ -13,6 +13,8 @@ export interface UpstreamHeaders {
   readonly authorization?: string;
   /** Value of the configured request-id header (`<cid>-<request_id>`). */
   readonly requestId?: string;
+  /** W3C `traceparent` of the span around this request (tracing on only). */
+  readonly traceparent?: string;
 }
 
 interface Pool {
@@ -128,6 +130,7 @@ export class UpstreamClient implements OnModuleDestroy {
     if (headers.requestId !== undefined && pool.destination.requestIdHeader !== null) {
       requestHeaders.push(pool.destination.requestIdHeader, headers.requestId);
     }
+    if (headers.traceparent !== undefined) requestHeaders.push('traceparent', headers.traceparent);
     let timer: NodeJS.Timeout | undefined;
     let isFinished = false;
     const finish = (response: UpstreamResponse): void => {
