@@ -17,7 +17,7 @@ export abstract class GatewayConfig {
   abstract readonly handlers: ReadonlyArray<Handler>;
   abstract readonly limits: Limits;
   abstract readonly sessions: SessionTimings;
-  /** ALLOWED_ORIGINS; null means any origin. */
+  /** ALLOWED_ORIGINS: exact origins, `*` among them = any; null = same origin as the Host header (SPEC §1). */
   abstract readonly allowedOrigins: ReadonlySet<string> | null;
   abstract readonly pingIntervalMs: number;
   abstract readonly shutdownGraceMs: number;

@@ -1,8 +1,9 @@
 import { randomInt } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
-import { validateSync, ValidatorOptions } from 'class-validator';
+import { getMetadataStorage, validateSync, ValidatorOptions } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import { isMethodName } from '../protocol/identifiers';
+import { backendApiExposure } from './backend-api-exposure';
 import { EnvDto } from './env.dto';
 import { DestinationDto, FileDto, HandlerDto } from './file.dto';
 import type { Destination, GatewayConfig, Handler, LogFormat, LogLevel, RouteTarget } from './gateway-config';
@@ -18,6 +19,7 @@ import {
   problemLines,
   splitList,
 } from './validators';
+import { settingTypoWarnings } from './setting-typos';
 
 /**
  * Invalid configuration: `message` (and `problems`) hold one line per problem,
@@ -42,6 +44,8 @@ const DEFAULT_NAME = 'default';
 const ENV_OPTIONS: ValidatorOptions = { forbidUnknownValues: true, stopAtFirstError: true };
 const FILE_OPTIONS: ValidatorOptions = { ...ENV_OPTIONS, whitelist: true, forbidNonWhitelisted: true };
 const VERSION = readVersion();
+/** Every environment setting (EnvDto's fields), for the typo warnings. */
+const SETTINGS = [...new Set(getMetadataStorage().getTargetValidationMetadatas(EnvDto, '', true, false).map((entry) => entry.propertyName))];
 
 interface FileRoutes {
   readonly destinations: ReadonlyMap<string, DestinationDto>;
@@ -67,10 +71,20 @@ export function loadConfigWithWarnings(env: Record<string, string | undefined>, 
   const problems: string[] = [];
   const warnings: string[] = [];
   const raw = presentValues(env);
+  warnings.push(...settingTypoWarnings(Object.keys(raw), SETTINGS));
   if (fileText !== undefined) warnings.push(...dropRoutingVars(raw));
   const envDto = plainToInstance(EnvDto, raw, { excludeExtraneousValues: true, exposeDefaultValues: true });
   problems.push(...problemLines(validateSync(envDto, ENV_OPTIONS), ''));
   problems.push(...crossEnvProblems(envDto, fileText !== undefined));
+  if (problems.length === 0) {
+    const exposure = backendApiExposure({
+      host: envDto.BACKEND_API_HOST,
+      hasToken: envDto.BACKEND_API_TOKEN !== undefined,
+      isInsecureAccepted: parseBooleanText(envDto.BACKEND_API_INSECURE) === true,
+    });
+    if (exposure.problem !== null) problems.push(exposure.problem);
+    if (exposure.warning !== null) warnings.push(exposure.warning);
+  }
   const file = fileText === undefined ? undefined : readFile(fileText, problems);
   if (problems.length > 0) throw new ConfigError(problems);
   return { config: deepFreeze(buildConfig(envDto, file)), warnings: Object.freeze(warnings) };

@@ -177,14 +177,14 @@ export const checkRedisUrl: Check = (value) => {
     : `${VALUE} is not a redis:// or rediss:// URL`;
 };
 
-/** Each entry must be an exact origin (`https://host[:port]`), as browsers send it. */
+/** Each entry must be an exact origin (`https://host[:port]`), as browsers send it, or `*` (any). */
 export const checkOriginList: Check = (value) => {
   const entries = typeof value === 'string' ? splitList(value) : [];
   if (entries.length === 0) return `${VALUE} lists no origin`;
-  const bad = entries.find((entry) => tryUrl(entry)?.origin !== entry);
+  const bad = entries.find((entry) => entry !== '*' && tryUrl(entry)?.origin !== entry);
   return bad === undefined
     ? null
-    : `${JSON.stringify(bad)} is not an origin (form: "https://host[:port]", no path or trailing slash)`;
+    : `${JSON.stringify(bad)} is not an origin (form: "https://host[:port]", no path or trailing slash; or "*" for any)`;
 };
 
 /** Turns a {@link Check} into a class-validator property decorator whose message is the check's text. */
