@@ -106,6 +106,7 @@ async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, back
     apiUrl: () => `http://${host}:${gateways[0].internalPort}`,
     apiToken,
     page,
+    log: onLine ?? ((line) => console.log(line)),
     gatewayPort: (query) => nodeOf(query).publicPort,
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
@@ -167,6 +168,8 @@ Gateway demo running${demo.gateways.length === 1 ? '' : ` on ${demo.gateways.len
 ${perNode}  Chat page   ${demo.pageUrl}     open it in two tabs, join with two names
   WebSocket   ${demo.wsUrl}/?user=<name>     (subprotocol v1.gateway-lattice+json)
   Backend API ${demo.apiUrl}/v1           metrics: ${demo.apiUrl}/metrics
+              each connection's id ($CID in the README's /v1 examples) is printed
+              below as "connection authorized: user <name>, connection_id <cid>"
 
 Or with a raw WebSocket client (in two terminals, with different users):
   npx wscat -s v1.gateway-lattice+json -c '${demo.wsUrl}/?user=alice'

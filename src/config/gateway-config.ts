@@ -11,6 +11,8 @@ export abstract class GatewayConfig {
   abstract readonly listeners: Listeners;
   /** BACKEND_API_TOKEN; null when the backend API is open (loopback only). */
   abstract readonly backendApiToken: string | null;
+  /** Header carrying a /v1 request's id, read when the caller sends it and echoed: REQUEST_ID_HEADER, else X-Request-Id. */
+  abstract readonly backendApiRequestIdHeader: string;
   /** Keyed by destination name. */
   abstract readonly destinations: ReadonlyMap<string, Destination>;
   /** WebSocket handlers; paths are unique. */

@@ -210,6 +210,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): GatewayConfig {
       timeouts: { headersMs: ms(env.HTTP_HEADERS_TIMEOUT), requestMs: ms(env.HTTP_REQUEST_TIMEOUT), keepAliveMs: ms(env.HTTP_KEEP_ALIVE_TIMEOUT) },
     },
     backendApiToken: env.BACKEND_API_TOKEN ?? null,
+    backendApiRequestIdHeader: env.REQUEST_ID_HEADER ?? 'X-Request-Id',
     destinations: file ? fileDestinations(file, env) : new Map([[DEFAULT_NAME, envDestination(env)]]),
     handlers: file ? file.handlers : [envHandler(env)],
     limits: {

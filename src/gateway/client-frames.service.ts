@@ -7,6 +7,8 @@ import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../pro
 import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
 import { callReply } from '../upstream/call-reply';
+import { Route } from '../upstream/destinations';
+import { UpstreamResponse, failureCause, outcomeLabel } from '../upstream/upstream-response';
 import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 
@@ -22,6 +24,8 @@ export class ClientFramesService {
   private readonly maxEarlyBytes: number;
   private readonly counted;
   private readonly sent;
+  /** LOG_LEVEL=debug, read once: off, the call path does no logging work (issue 20). */
+  private readonly isDebug: boolean;
 
   constructor(
     config: GatewayConfig,
@@ -32,6 +36,7 @@ export class ClientFramesService {
   ) {
     this.maxFrameBytes = config.limits.maxFrameBytes;
     this.maxEarlyBytes = config.limits.clientQueueMaxBytes;
+    this.isDebug = config.log.level === 'debug';
     const frames = metrics.clientFrames;
     this.counted = { call: frames.labels('call'), fatal: frames.labels('fatal'), invalid: frames.labels('invalid'), internal: frames.labels('internal_error') };
     const sent = metrics.framesSent;
@@ -77,9 +82,19 @@ export class ClientFramesService {
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
     const requestId = route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
     const headers = { authorization: connection.identity!.authorization, requestId };
+    const startedAt = this.isDebug ? performance.now() : 0;
     const response = await this.upstream.post(route, body, headers, 'call');
+    if (this.isDebug) this.logCall(connection, call, route, response, startedAt);
     const reply = callReply(call.meta, response);
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
+  }
+
+  /** One debug line per call: ids, method, destination, outcome, duration; never args, kwargs or the answer (SPEC §10). */
+  private logCall(connection: Connection, call: ClientCall, route: Route, response: UpstreamResponse, startedAt: number): void {
+    const outcome = outcomeLabel(response);
+    const cause = outcome === 'ok' ? undefined : failureCause(response);
+    const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
+    this.logger.debug({ msg: 'call', connection_id: connection.id, method: call.method, destination: route.destination.name, outcome, cause, duration_ms: durationMs });
   }
 
   private keepEarly(connection: Connection, data: Buffer, isBinary: boolean): void {

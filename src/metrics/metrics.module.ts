@@ -1,11 +1,12 @@
 import { Global, Module } from '@nestjs/common';
+import { GatewayConfig } from '../config/gateway-config';
 import { GatewayMetrics } from './gateway-metrics';
 import { MetricsController } from './metrics.controller';
 
 /** Global: every module records into the one GatewayMetrics of this app. */
 @Global()
 @Module({
-  providers: [{ provide: GatewayMetrics, useFactory: () => new GatewayMetrics() }],
+  providers: [{ provide: GatewayMetrics, useFactory: (config: GatewayConfig) => new GatewayMetrics(config.redisUrl !== null), inject: [GatewayConfig] }],
   controllers: [MetricsController],
   exports: [GatewayMetrics],
 })
