@@ -41,6 +41,13 @@ describe(alignmentDistance.name, () => {
 });
 
 describe('the loader', () => {
+  it('names the key an unknown YAML key probably meant, and keeps it an error', () => {
+    const yaml = 'destinations:\n  chat: { url: "http://chat.test", max_socket: 3 }\nhandlers:\n  h: { path: /, message_handlers: { "*": chat/ } }\n';
+    expect(() => loadConfigWithWarnings({}, yaml)).toThrow(
+      'destinations.chat.max_socket: is not allowed (allowed: url, timeout, max_sockets, queue_limit, request_id_header, override_host_header); did you mean max_sockets?',
+    );
+  });
+
   it('warns about a misspelt environment setting, never echoing its value', () => {
     const { warnings } = loadConfigWithWarnings({ UPSTREAM_URL: 'http://u.test', BACKEND_API_TOKN: 'hunter2', PING_INTREVAL: '5s' });
     expect(warnings).toEqual(['BACKEND_API_TOKN: is not a setting; did you mean BACKEND_API_TOKEN?', 'PING_INTREVAL: is not a setting; did you mean PING_INTERVAL?']);

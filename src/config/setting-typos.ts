@@ -21,6 +21,14 @@ export function settingTypoWarnings(names: Iterable<string>, settings: readonly 
   return warnings;
 }
 
+/**
+ * The entry of `names` that `name` (compared as given) is probably a misspelling
+ * of, by the same distance rule as the settings; null when none is close.
+ */
+export function closestName(name: string, names: readonly string[]): string | null {
+  return closestSetting(name, names);
+}
+
 function closestSetting(name: string, settings: readonly string[]): string | null {
   let best: string | null = null;
   let bestDistance = Infinity;

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { getMetadataStorage, registerDecorator, ValidationError, ValidationOptions } from 'class-validator';
 import parseDuration from 'parse-duration';
+import { closestName } from './setting-typos';
 
 /**
  * Placeholder in problem texts. The loader replaces it with the quoted value,
@@ -245,11 +246,17 @@ export function problemLines(errors: readonly ValidationError[], parent: string)
     const path = joinPath(parent, error.property);
     const own = Object.entries(error.constraints ?? {}).map(([name, text]) =>
       name === 'whitelistValidation'
-        ? `${path}: is not allowed (allowed: ${allowedKeys(error.target).join(', ')})`
+        ? `${path}: is not allowed (allowed: ${allowedKeys(error.target).join(', ')})${didYouMean(error.property, allowedKeys(error.target))}`
         : `${path}: ${text.replace(VALUE, shown(path, error.value))}`,
     );
     return [...own, ...problemLines(error.children ?? [], path)];
   });
+}
+
+/** `; did you mean max_sockets?` for an unknown YAML key close to an allowed one (issue 20), else empty. */
+function didYouMean(key: string, allowed: readonly string[]): string {
+  const meant = closestName(key, allowed);
+  return meant === null ? '' : `; did you mean ${meant}?`;
 }
 
 function allowedKeys(target: object | undefined): string[] {
