@@ -22,14 +22,16 @@ const HISTORY = 50;
 
 /**
  * Start the backend; resolves the listening http.Server (with `port: 0`, read
- * the chosen port from `server.address().port`). `apiUrl` is the gateway's
+ * the chosen port from `server.address().port`). `log` gets one line per
+ * authorized connection with its connection_id (the `$CID` of the README's
+ * `/v1` examples; default: none). `apiUrl` is the gateway's
  * internal listener: a string, or a function returning it, for when the
  * gateway is started after the backend and its port is known only then.
  * `page` (from examples/chat-page/build.js) and `gatewayPort` (a number or a
  * function of the page request's query, e.g. `?node=2`, returning it) serve
  * the chat page.
  */
-function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, page, gatewayPort } = {}) {
+function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, page, gatewayPort, log = () => undefined } = {}) {
   const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
   const portOfGateway = typeof gatewayPort === 'function' ? gatewayPort : () => gatewayPort;
   const rooms = new Map(); // room -> { counter, messages, members: Set<user> }
@@ -52,6 +54,8 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
     '/gateway/authorize_connection': async (meta, args, kwargs) => {
       const user = new URLSearchParams(kwargs.url_querystring || '').get('user');
       if (!user || !NAME.test(user)) return [401, { error: 'add ?user=<name> to the URL' }];
+      // SPEC §3: the connection's id comes in the request's first element; /v1 commands name the connection by it.
+      log(`connection authorized: user ${user}, connection_id ${meta.connection_id}`);
       return [200, { user_id: user, username: user }];
     },
     '/gateway/session_inactive': async () => [204, null],

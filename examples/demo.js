@@ -48,6 +48,18 @@ function startGatewayProcess({ upstreamUrl, host = '127.0.0.1', port, apiPort, e
 }
 
 /**
+ * ALLOWED_ORIGINS for the demo: the chat page is served by the backend, on
+ * another port than the gateway's WebSocket, so the gateway's default (same
+ * origin, SPEC §1) would refuse it with 403. The page's origin is listed, under
+ * both names of the loopback address; ALLOWED_ORIGINS in the environment wins.
+ */
+function pageOrigins(backendUrl) {
+  if (process.env.ALLOWED_ORIGINS) return process.env.ALLOWED_ORIGINS;
+  const { origin, port } = new URL(backendUrl);
+  return [origin, `http://localhost:${port}`].join(',');
+}
+
+/**
  * A private `redis-server` on a free port (nothing on disk) for a cluster
  * demo without REDIS_URL. Resolves `{ url, stop() }`.
  */
@@ -98,6 +110,7 @@ async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, back
     },
     apiToken,
     page,
+    log: onLine ?? ((line) => console.log(line)),
     gatewayPort: (query) => nodeOf(query)?.publicPort,
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
@@ -113,7 +126,7 @@ async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, back
     for (let n = 1; n <= nodes; n++) {
       const offset = (n - 1) * 10;
       // A short activity window, so a closed tab shows offline soon (SPEC §8); env may say otherwise.
-      const env = { NEW_CONNECTION_IDLE_TIMEOUT: '20s', ...clusterEnv, ...(nodes > 1 ? { NODE_ID: `demo${n}` } : {}), ...gatewayEnv };
+      const env = { NEW_CONNECTION_IDLE_TIMEOUT: '20s', ALLOWED_ORIGINS: pageOrigins(backendUrl), ...clusterEnv, ...(nodes > 1 ? { NODE_ID: `demo${n}` } : {}), ...gatewayEnv };
       gateways.push(await startGatewayProcess({ upstreamUrl: backendUrl, host, port: port && port + offset, apiPort: apiPort && apiPort + offset, env, onLine }));
     }
   } catch (err) {
@@ -159,6 +172,8 @@ Gateway demo running${demo.gateways.length === 1 ? '' : ` on ${demo.gateways.len
 ${perNode}  Chat page   ${demo.pageUrl}     open it in two tabs, join with two names
   WebSocket   ${demo.wsUrl}/?user=<name>     (subprotocol v1.gateway-lattice+json)
   Backend API ${demo.apiUrl}/v1           metrics: ${demo.apiUrl}/metrics
+              each connection's id ($CID in the README's /v1 examples) is printed
+              below as "connection authorized: user <name>, connection_id <cid>"
 
 Or with a raw WebSocket client (in two terminals, with different users):
   npx wscat -s v1.gateway-lattice+json -c '${demo.wsUrl}/?user=alice'
@@ -170,7 +185,7 @@ Ctrl-C stops the demo.
 `);
 }
 
-module.exports = { startDemo, startGatewayProcess };
+module.exports = { startDemo, startGatewayProcess, pageOrigins };
 
 if (require.main === module) {
   main().catch((err) => {

@@ -28,9 +28,21 @@ async function main(): Promise<void> {
     process.exit(1);
   }
   logger.log({ msg: 'gateway started', node_id: config.nodeId, public_port: gateway.publicAddress.port, internal_port: gateway.internalAddress.port }, 'Main');
+  const startedAt = Date.now();
+  const exit = (code: number): never => {
+    // One line as the process ends (issue 20), so a log reader tells a drain that finished from a crash.
+    logger.log({ msg: 'gateway stopped', exit_code: code, uptime_ms: Date.now() - startedAt }, 'Main');
+    process.exit(code);
+  };
   const stop = (signal: string): void => {
     logger.log({ msg: 'shutdown requested', signal }, 'Main');
-    gateway.close().then(() => process.exit(0), () => process.exit(1));
+    gateway.close().then(
+      () => exit(0),
+      (err: unknown) => {
+        logger.error({ msg: 'shutdown failed', error: err instanceof Error ? err.message : String(err) }, 'Main');
+        exit(1);
+      },
+    );
   };
   process.once('SIGTERM', stop);
   process.once('SIGINT', stop);

@@ -46,13 +46,8 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));
   const shutdown = app.get(ShutdownService);
-  // stopAccepting() resolves once every public socket is gone, WebSockets included,
-  // and those are closed only at the end of the drain: awaiting it there would
-  // deadlock. The drain just starts it; close() awaits it after the clients.
-  let publicClosed: Promise<void> = Promise.resolve();
-  shutdown.onDrain(() => {
-    publicClosed = publicListener.stopAccepting();
-  });
+  // Draining: upgrades get 503, /health/ready answers 503 on both listeners until the end.
+  shutdown.onDrain(() => publicListener.refuseUpgrades());
 
   const internalServer = app.getHttpServer() as Server;
   applyListenerTimeouts(internalServer, config.listeners.timeouts);
@@ -72,8 +67,7 @@ export async function startGateway(config: GatewayConfig, logger?: LoggerService
     closing ??= (async () => {
       await shutdown.drain();
       await shutdown.awaitClientsGone();
-      publicListener.server.closeAllConnections(); // health requests still open
-      await publicClosed;
+      await publicListener.close(); // WebSockets are gone; health probes still open are cut
       await app.close();
     })();
     return closing;

@@ -5,8 +5,8 @@ import { UpstreamClient } from '../upstream/upstream.client';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 import { AUTHORIZE_METHOD } from '../upstream/destinations';
 import { AuthOutcome, authOutcome } from './auth-response';
-import { describeOutcome } from '../upstream/upstream-response';
 import { GatewayTracer } from '../tracing/gateway-tracer';
+import { failureCause, outcomeLabel } from '../upstream/upstream-response';
 
 /** What the client's upgrade request carried (SPEC §3 kwargs). */
 export interface AuthRequest {
@@ -35,9 +35,13 @@ export class AuthService {
     const response = await this.upstream.post(route, body, { requestId: `${connection.id}-auth`, traceparent: span?.traceparent }, 'auth');
     const outcome = authOutcome(response);
     span?.end(outcome.ok ? 'ok' : outcome.reason, response.kind === 'response' ? response.status : undefined);
-    this.metrics.auth.labels(outcome.ok ? 'ok' : String(outcome.status)).inc();
+    // The upstream metric's label form (http_401, timeout, …); a 200 the gateway cannot use is invalid_response.
+    const upstreamOutcome = outcomeLabel(response);
+    this.metrics.auth.labels(outcome.ok ? 'ok' : upstreamOutcome === 'ok' ? 'invalid_response' : upstreamOutcome).inc();
     if (!outcome.ok) {
-      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, upstream: describeOutcome(response), reason: outcome.reason, trace_id: span?.traceId });
+      const name = route.destination.name;
+      const cause = failureCause(response);
+      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, destination: name, url: route.url, cause, reason: outcome.reason, trace_id: span?.traceId });
     }
     return outcome;
   }

@@ -1,4 +1,4 @@
-import { Injectable, NestMiddleware } from '@nestjs/common';
+import { Injectable, Logger, NestMiddleware } from '@nestjs/common';
 import type { NextFunction, Request, Response } from 'express';
 import { timingSafeEqual } from 'node:crypto';
 import { GatewayConfig } from '../config/gateway-config';
@@ -7,8 +7,12 @@ import { GatewayTracer } from '../tracing/gateway-tracer';
 import { BackendApiError, writeApiError } from './backend-api.error';
 import { forgetInFlight, trackInFlight } from './client-fault';
 import { endpointLabel } from './endpoint-label';
+import { requestIdOf } from './request-id';
 
 const BEARER = /^bearer\s+(.+)$/i;
+/** When a /v1 request started (performance.now()), kept on its response at LOG_LEVEL=debug only. */
+const STARTED_AT = Symbol('startedAt');
+type TimedResponse = Response & { [STARTED_AT]?: number };
 const UNAUTHORIZED = new BackendApiError(401);
 const NOT_FOUND = new BackendApiError(404);
 
@@ -16,8 +20,10 @@ const NOT_FOUND = new BackendApiError(404);
  * Where every /v1 request enters, mounted on Express ahead of Nest's router
  * (startGateway), so it runs even when a route cannot be matched or its path
  * cannot be decoded (`%zz`). In order:
- * 1. counts the answer, once finished, by endpoint shape and status (SPEC §10),
- *    and keeps it as its socket's request in progress (answerInFlight);
+ * 1. gives the request its id (the caller's REQUEST_ID_HEADER, or a new one),
+ *    echoed in the response; counts the answer, once finished, by endpoint
+ *    shape and status (SPEC §10), and at LOG_LEVEL=debug logs one line for it;
+ *    keeps it as its socket's request in progress (answerInFlight);
  * 2. SPEC §1 [ext]: with BACKEND_API_TOKEN set, `Authorization: Bearer <token>`
  *    is required (constant-time compare): 401 before 404, 400 and 413;
  * 3. SPEC §5: an empty path part is a 404 (Express routes are not strict, so
@@ -33,20 +39,33 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   /** One 'finish' listener for every response (no closure per request): counts it, ends its in-flight mark. */
   private readonly onFinish: (this: Response) => void;
 
+  private readonly requestIdHeader: string;
+  /** LOG_LEVEL=debug, read once: off, a request costs no logging work (issue 20). */
+  private readonly isDebug: boolean;
+  private readonly logger = new Logger('BackendApi');
+
   constructor(
     config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
     private readonly tracer: GatewayTracer,
   ) {
     this.expected = config.backendApiToken === null ? null : Buffer.from(config.backendApiToken);
-    const count = (method: string, url: string, status: number): void => this.count(endpointLabel(method, url), status);
+    this.requestIdHeader = config.backendApiRequestIdHeader.toLowerCase();
+    this.isDebug = config.log.level === 'debug';
+    const finished = (res: TimedResponse): void => {
+      const endpoint = endpointLabel(res.req.method, (res.req as Request).path);
+      this.count(endpoint, res.statusCode);
+      if (res[STARTED_AT] !== undefined) this.logRequest(res, endpoint, res[STARTED_AT]);
+    };
     this.onFinish = function (this: Response): void {
       forgetInFlight(this.socket, this);
-      count(this.req.method, (this.req as Request).path, this.statusCode);
+      finished(this);
     };
   }
 
   use(req: Request, res: Response, next: NextFunction): void {
+    if (this.isDebug) (res as TimedResponse)[STARTED_AT] = performance.now();
+    res.setHeader(this.requestIdHeader, requestIdOf(req.headers[this.requestIdHeader]));
     trackInFlight(res);
     res.on('finish', this.onFinish);
     if (this.tracer.isEnabled) this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
@@ -61,6 +80,13 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
     let counter = this.counters.get(key);
     if (counter === undefined) this.counters.set(key, (counter = this.metrics.backendApiRequests.labels(endpoint, String(status))));
     counter.inc();
+  }
+
+  /** One debug line per /v1 request: method, route, status, duration, request id; never a body or the token (SPEC §10). */
+  private logRequest(res: Response, route: string, startedAt: number): void {
+    const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
+    const requestId = res.getHeader(this.requestIdHeader);
+    this.logger.debug({ msg: 'backend api request', method: res.req.method, route, path: (res.req as Request).path, status: res.statusCode, duration_ms: durationMs, request_id: requestId });
   }
 
   /** No token configured, or the header carries it. */

@@ -6,6 +6,8 @@ import { OPENAPI_SCHEMAS } from './openapi.schemas';
 
 /** Where the document is served, on the internal listener only (SPEC §5). */
 export const OPENAPI_PATH = '/openapi.json';
+/** The internal listener at its defaults (BACKEND_API_HOST, BACKEND_API_PORT): a generated client's base URL. */
+const DEFAULT_SERVER_URL = 'http://127.0.0.1:8081';
 
 /**
  * The OpenAPI 3.1 description of /v1, generated from the backend API
@@ -20,7 +22,10 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
         '404, 403 and 401 have empty bodies; 400 has `{"error", "message"}`. With BACKEND_API_TOKEN set, every /v1 request needs `Authorization: Bearer <token>`.',
     )
     .setVersion(version)
-    .addBearerAuth({ type: 'http', scheme: 'bearer', description: 'BACKEND_API_TOKEN, when set' })
+    .setLicense('MIT', 'https://opensource.org/licenses/MIT')
+    .addServer(DEFAULT_SERVER_URL, 'the internal listener at its defaults (BACKEND_API_HOST 127.0.0.1, BACKEND_API_PORT 8081)')
+    // Not addBearerAuth(): it declares `bearerFormat: "JWT"`, and the token is a plain shared secret.
+    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'BACKEND_API_TOKEN, a shared secret sent as is (not a JWT); required when it is set' })
     .build();
   const document = SwaggerModule.createDocument(app, config, { include: [BackendApiModule] });
   return { ...document, components: { ...document.components, schemas: { ...document.components?.schemas, ...OPENAPI_SCHEMAS } } };

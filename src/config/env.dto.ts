@@ -50,7 +50,7 @@ export class EnvDto {
   @Expose() @IsDuration() CLIENT_MAX_IDLE_TIMEOUT: string = '2h';
   @Expose() @IsBooleanText() SESSION_INACTIVE_NOTIFY: string = 'true';
 
-  /** Comma list of exact origins; unset = any origin. */
+  /** Comma list of exact origins, or `*` for any; unset = same origin as the Host header (SPEC §1). */
   @Expose() @IsOptional() @IsOriginList() ALLOWED_ORIGINS?: string;
   @Expose() @IsDuration() PING_INTERVAL: string = '10s';
   @Expose() @IsDuration(true) SHUTDOWN_GRACE: string = '10s';
@@ -73,6 +73,8 @@ export class EnvDto {
   @Expose() @IsHost() BACKEND_API_HOST: string = '127.0.0.1';
   @Expose() @IsPort() BACKEND_API_PORT: string = '8081';
   @Expose() @IsOptional() @IsBearerToken() BACKEND_API_TOKEN?: string;
+  /** true = start even though a non-loopback BACKEND_API_HOST has no token (warned at every start). */
+  @Expose() @IsBooleanText() BACKEND_API_INSECURE: string = 'false';
   /** Both listeners; HTTP_REQUEST_TIMEOUT must not be below HTTP_HEADERS_TIMEOUT (checked by the loader). */
   @Expose() @IsDuration() HTTP_HEADERS_TIMEOUT: string = '10s';
   @Expose() @IsDuration() HTTP_REQUEST_TIMEOUT: string = '30s';

@@ -13,13 +13,15 @@ export abstract class GatewayConfig {
   abstract readonly listeners: Listeners;
   /** BACKEND_API_TOKEN; null when the backend API is open (loopback only). */
   abstract readonly backendApiToken: string | null;
+  /** Header carrying a /v1 request's id, read when the caller sends it and echoed: REQUEST_ID_HEADER, else X-Request-Id. */
+  abstract readonly backendApiRequestIdHeader: string;
   /** Keyed by destination name. */
   abstract readonly destinations: ReadonlyMap<string, Destination>;
   /** WebSocket handlers; paths are unique. */
   abstract readonly handlers: ReadonlyArray<Handler>;
   abstract readonly limits: Limits;
   abstract readonly sessions: SessionTimings;
-  /** ALLOWED_ORIGINS; null means any origin. */
+  /** ALLOWED_ORIGINS: exact origins, `*` among them = any; null = same origin as the Host header (SPEC §1). */
   abstract readonly allowedOrigins: ReadonlySet<string> | null;
   abstract readonly pingIntervalMs: number;
   abstract readonly shutdownGraceMs: number;

@@ -1,9 +1,10 @@
 import { randomInt } from 'node:crypto';
 import { plainToInstance } from 'class-transformer';
-import { validateSync, ValidatorOptions } from 'class-validator';
+import { getMetadataStorage, validateSync, ValidatorOptions } from 'class-validator';
 import { parse as parseYaml } from 'yaml';
 import { isMethodName } from '../protocol/identifiers';
 import { tracingSettings } from '../tracing/tracing-settings';
+import { backendApiExposure } from './backend-api-exposure';
 import { EnvDto } from './env.dto';
 import { DestinationDto, FileDto, HandlerDto } from './file.dto';
 import type { Destination, GatewayConfig, Handler, LogFormat, LogLevel, RouteTarget } from './gateway-config';
@@ -19,6 +20,7 @@ import {
   problemLines,
   splitList,
 } from './validators';
+import { settingTypoWarnings } from './setting-typos';
 
 /**
  * Invalid configuration: `message` (and `problems`) hold one line per problem,
@@ -43,6 +45,8 @@ const DEFAULT_NAME = 'default';
 const ENV_OPTIONS: ValidatorOptions = { forbidUnknownValues: true, stopAtFirstError: true };
 const FILE_OPTIONS: ValidatorOptions = { ...ENV_OPTIONS, whitelist: true, forbidNonWhitelisted: true };
 const VERSION = readVersion();
+/** Every environment setting (EnvDto's fields), for the typo warnings. */
+const SETTINGS = [...new Set(getMetadataStorage().getTargetValidationMetadatas(EnvDto, '', true, false).map((entry) => entry.propertyName))];
 
 interface FileRoutes {
   readonly destinations: ReadonlyMap<string, DestinationDto>;
@@ -68,10 +72,20 @@ export function loadConfigWithWarnings(env: Record<string, string | undefined>, 
   const problems: string[] = [];
   const warnings: string[] = [];
   const raw = presentValues(env);
+  warnings.push(...settingTypoWarnings(Object.keys(raw), SETTINGS));
   if (fileText !== undefined) warnings.push(...dropRoutingVars(raw));
   const envDto = plainToInstance(EnvDto, raw, { excludeExtraneousValues: true, exposeDefaultValues: true });
   problems.push(...problemLines(validateSync(envDto, ENV_OPTIONS), ''));
   problems.push(...crossEnvProblems(envDto, fileText !== undefined));
+  if (problems.length === 0) {
+    const exposure = backendApiExposure({
+      host: envDto.BACKEND_API_HOST,
+      hasToken: envDto.BACKEND_API_TOKEN !== undefined,
+      isInsecureAccepted: parseBooleanText(envDto.BACKEND_API_INSECURE) === true,
+    });
+    if (exposure.problem !== null) problems.push(exposure.problem);
+    if (exposure.warning !== null) warnings.push(exposure.warning);
+  }
   const file = fileText === undefined ? undefined : readFile(fileText, problems);
   const tracing = tracingSettings(raw, problems);
   if (problems.length > 0) throw new ConfigError(problems);
@@ -202,6 +216,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
       timeouts: { headersMs: ms(env.HTTP_HEADERS_TIMEOUT), requestMs: ms(env.HTTP_REQUEST_TIMEOUT), keepAliveMs: ms(env.HTTP_KEEP_ALIVE_TIMEOUT) },
     },
     backendApiToken: env.BACKEND_API_TOKEN ?? null,
+    backendApiRequestIdHeader: env.REQUEST_ID_HEADER ?? 'X-Request-Id',
     destinations: file ? fileDestinations(file, env) : new Map([[DEFAULT_NAME, envDestination(env)]]),
     handlers: file ? file.handlers : [envHandler(env)],
     limits: {

@@ -3,6 +3,7 @@ import { getMetadataStorage, registerDecorator, ValidationError, ValidationOptio
 import { parseDurationMs } from './duration';
 
 export { parseDurationMs };
+import { closestName } from './setting-typos';
 
 /**
  * Placeholder in problem texts. The loader replaces it with the quoted value,
@@ -162,14 +163,14 @@ export const checkRedisUrl: Check = (value) => {
     : `${VALUE} is not a redis:// or rediss:// URL`;
 };
 
-/** Each entry must be an exact origin (`https://host[:port]`), as browsers send it. */
+/** Each entry must be an exact origin (`https://host[:port]`), as browsers send it, or `*` (any). */
 export const checkOriginList: Check = (value) => {
   const entries = typeof value === 'string' ? splitList(value) : [];
   if (entries.length === 0) return `${VALUE} lists no origin`;
-  const bad = entries.find((entry) => tryUrl(entry)?.origin !== entry);
+  const bad = entries.find((entry) => entry !== '*' && tryUrl(entry)?.origin !== entry);
   return bad === undefined
     ? null
-    : `${JSON.stringify(bad)} is not an origin (form: "https://host[:port]", no path or trailing slash)`;
+    : `${JSON.stringify(bad)} is not an origin (form: "https://host[:port]", no path or trailing slash; or "*" for any)`;
 };
 
 /** Turns a {@link Check} into a class-validator property decorator whose message is the check's text. */
@@ -230,11 +231,17 @@ export function problemLines(errors: readonly ValidationError[], parent: string)
     const path = joinPath(parent, error.property);
     const own = Object.entries(error.constraints ?? {}).map(([name, text]) =>
       name === 'whitelistValidation'
-        ? `${path}: is not allowed (allowed: ${allowedKeys(error.target).join(', ')})`
+        ? `${path}: is not allowed (allowed: ${allowedKeys(error.target).join(', ')})${didYouMean(error.property, allowedKeys(error.target))}`
         : `${path}: ${text.replace(VALUE, shown(path, error.value))}`,
     );
     return [...own, ...problemLines(error.children ?? [], path)];
   });
+}
+
+/** `; did you mean max_sockets?` for an unknown YAML key close to an allowed one (issue 20), else empty. */
+function didYouMean(key: string, allowed: readonly string[]): string {
+  const meant = closestName(key, allowed);
+  return meant === null ? '' : `; did you mean ${meant}?`;
 }
 
 function allowedKeys(target: object | undefined): string[] {

@@ -8,8 +8,9 @@ import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../p
 import { SessionsService } from '../sessions/sessions.service';
 import { GatewayTracer } from '../tracing/gateway-tracer';
 import { callReply } from '../upstream/call-reply';
+import { Route } from '../upstream/destinations';
+import { UpstreamResponse, failureCause, outcomeLabel } from '../upstream/upstream-response';
 import { UpstreamClient } from '../upstream/upstream.client';
-import { UpstreamResponse } from '../upstream/upstream-response';
 import { UpstreamRoutes } from '../upstream/upstream-routes';
 
 const QUEUE_FULL: UpstreamResponse = { kind: 'queue_full' };
@@ -36,6 +37,8 @@ export class ClientFramesService {
   private readonly counted;
   private readonly sent;
   private readonly isTracing: boolean;
+  /** LOG_LEVEL=debug, read once: off, the call path does no logging work (issue 20). */
+  private readonly isDebug: boolean;
 
   constructor(
     config: GatewayConfig,
@@ -49,6 +52,7 @@ export class ClientFramesService {
     this.maxFrameBytes = config.limits.maxFrameBytes;
     this.maxEarlyBytes = Math.min(EARLY_FRAMES_MAX_BYTES, config.limits.clientQueueMaxBytes);
     this.maxPendingCalls = config.limits.clientMaxPendingCalls;
+    this.isDebug = config.log.level === 'debug';
     const frames = metrics.clientFrames;
     this.counted = {
       call: frames.labels('call'),
@@ -114,13 +118,23 @@ export class ClientFramesService {
     const requestId = route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
     const span = this.isTracing ? this.tracer.startCall(connection.id, call.method, route.destination.name) : null;
     const headers = { authorization: connection.identity!.authorization, requestId, traceparent: span?.traceparent };
+    const startedAt = this.isDebug ? performance.now() : 0;
     // post() never rejects, so the count always comes back down.
     connection.pendingCalls++;
     const response = await this.upstream.post(route, body, headers, 'call');
     connection.pendingCalls--;
+    if (this.isDebug) this.logCall(connection, call, route, response, startedAt);
     const reply = callReply(call.meta, response);
     span?.end(reply.outcome, response.kind === 'response' ? response.status : undefined);
     if (connection.send(reply.frame)) (reply.outcome === 'ok' ? this.sent.result : this.sent.error).inc();
+  }
+
+  /** One debug line per call: ids, method, destination, outcome, duration; never args, kwargs or the answer (SPEC §10). */
+  private logCall(connection: Connection, call: ClientCall, route: Route, response: UpstreamResponse, startedAt: number): void {
+    const outcome = outcomeLabel(response);
+    const cause = outcome === 'ok' ? undefined : failureCause(response);
+    const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
+    this.logger.debug({ msg: 'call', connection_id: connection.id, method: call.method, destination: route.destination.name, outcome, cause, duration_ms: durationMs });
   }
 
   /** SPEC §3: kept for after hello, within a small budget; an oversized frame is refused at once (§4.1). */

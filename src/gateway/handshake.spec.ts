@@ -6,6 +6,7 @@ import {
   chooseSubprotocol,
   decideHandshake,
   hasDuplicateCredentialHeaders,
+  isOriginAllowed,
   queryStringOf,
   type HandshakeContext,
 } from './handshake';
@@ -74,13 +75,16 @@ describe(decideHandshake.name, () => {
     ['an origin not listed', '/chat1', { ...GOOD, origin: 'https://evil.example' }, {}, 403],
     ['an origin that differs only in case', '/chat1', { ...GOOD, origin: 'https://APP.example' }, {}, 403],
     ['an empty origin', '/chat1', { ...GOOD, origin: '' }, {}, 403],
+    ['a cross-site origin when no allow-list is set (same origin)', '/chat1', { ...GOOD, host: 'gw.example' }, { allowedOrigins: null }, 403],
   ])('refuses %s with %i', (_case, url, headers, overrides, status) => {
     expect(decideHandshake(url, headers, context(overrides))).toMatchObject({ ok: false, status });
   });
 
   it.each<[string, IncomingHttpHeaders, Partial<HandshakeContext>]>([
     ['no Origin header while an allow-list is set', { 'sec-websocket-protocol': SUBPROTOCOL }, {}],
-    ['any origin when no allow-list is set', { ...GOOD, origin: 'https://evil.example' }, { allowedOrigins: null }],
+    ['any origin with "*"', { ...GOOD, origin: 'https://evil.example' }, { allowedOrigins: new Set(['*']) }],
+    ['the same origin when no allow-list is set', { ...GOOD, host: 'app.example' }, { allowedOrigins: null }],
+    ['no Origin header when no allow-list is set', { 'sec-websocket-protocol': SUBPROTOCOL }, { allowedOrigins: null }],
     ['one connection below the limit', GOOD, { connectionCount: 9 }],
   ])('accepts %s', (_case, headers, overrides) => {
     expect(decideHandshake('/chat1', headers, context(overrides))).toMatchObject({ ok: true });
@@ -92,6 +96,36 @@ describe(decideHandshake.name, () => {
     expect(decision.text).toContain(SUBPROTOCOL);
     expect(decision.text).toContain(LEGACY_SUBPROTOCOL);
     expect(decision.text).not.toContain('\n');
+  });
+});
+
+describe(isOriginAllowed.name, () => {
+  it.each<[string, string | undefined, boolean]>([
+    ['http://app.test:8080', 'app.test:8080', true],
+    ['http://app.test', 'app.test', true],
+    ['http://app.test', 'app.test:80', true],
+    ['https://app.test', 'app.test:443', true],
+    ['https://APP.test', 'app.TEST', true],
+    ['http://[::1]:8080', '[::1]:8080', true],
+    ['http://app.test:8081', 'app.test:8080', false],
+    ['http://app.test', 'app.test:8080', false],
+    ['https://app.test', 'app.test:80', false],
+    ['http://evil.test:8080', 'app.test:8080', false],
+    ['http://app.test.evil.test', 'app.test', false],
+    ['null', 'app.test', false],
+    ['', 'app.test', false],
+    ['http://app.test', undefined, false],
+  ])('same origin (unset list): %p with Host %p → %p', (origin, host, expected) => {
+    expect(isOriginAllowed(origin, host, null)).toBe(expected);
+  });
+
+  it.each<[string, string[], boolean]>([
+    ['https://a.test', ['https://a.test'], true],
+    ['https://b.test', ['https://a.test'], false],
+    ['https://b.test', ['*'], true],
+    ['null', ['*'], true],
+  ])('listed: %p in %p → %p (the Host header does not matter)', (origin, list, expected) => {
+    expect(isOriginAllowed(origin, new URL(origin === 'null' ? 'http://x' : origin).host, new Set(list))).toBe(expected);
   });
 });
 

@@ -8,6 +8,7 @@ export const LEGACY_SUBPROTOCOL = 'v1.swindon-lattice+json';
 
 export interface HandshakeContext {
   readonly handlersByPath: ReadonlyMap<string, Handler>;
+  /** ALLOWED_ORIGINS: exact origins, `*` = any; null = same origin as the Host header. */
   readonly allowedOrigins: ReadonlySet<string> | null;
   readonly connectionCount: number;
   readonly maxConnections: number;
@@ -32,7 +33,7 @@ export function decideHandshake(url: string | undefined, headers: IncomingHttpHe
   }
   if (ctx.connectionCount >= ctx.maxConnections) return { ok: false, status: 503, text: 'connection limit reached' };
   const origin = headers.origin;
-  if (ctx.allowedOrigins !== null && origin !== undefined && !ctx.allowedOrigins.has(origin)) {
+  if (origin !== undefined && !isOriginAllowed(origin, headers.host, ctx.allowedOrigins)) {
     return { ok: false, status: 403, text: 'origin not allowed' };
   }
   const resume = ctx.isResumeOffered ? resumeRequestOf(headers['sec-websocket-protocol']) : NO_RESUME;
@@ -40,6 +41,27 @@ export function decideHandshake(url: string | undefined, headers: IncomingHttpHe
 }
 
 const NO_RESUME: ResumeRequest = { kind: 'none' };
+
+/**
+ * SPEC §1 ALLOWED_ORIGINS: a listed origin, any with `*`, or, when unset, an
+ * origin whose host and port are those of the `Host` header (a port left out
+ * is the origin scheme's default). [fix] The default stops cross-site
+ * WebSocket hijacking: a page elsewhere would connect with its visitor's cookies.
+ */
+export function isOriginAllowed(origin: string, host: string | undefined, allowed: ReadonlySet<string> | null): boolean {
+  if (allowed !== null) return allowed.has(origin) || allowed.has('*');
+  if (host === undefined) return false;
+  let url: URL;
+  try {
+    url = new URL(origin);
+  } catch {
+    return false; // "null" (sandboxed pages, file:) and anything unparsable
+  }
+  const defaultPort = url.protocol === 'https:' ? ':443' : url.protocol === 'http:' ? ':80' : null;
+  const hostHeader = host.toLowerCase();
+  const hostPort = defaultPort !== null && hostHeader.endsWith(defaultPort) ? hostHeader.slice(0, -defaultPort.length) : hostHeader;
+  return url.host === hostPort;
+}
 
 /** The subprotocol to echo, or null when the offer lacks both of ours. */
 export function chooseSubprotocol(header: string | undefined): string | null {

@@ -73,10 +73,22 @@ export class PublicListener {
     });
   }
 
-  /** Refuse new upgrades (draining) and stop listening; open sockets stay. */
-  stopAccepting(): Promise<void> {
+  /**
+   * Draining (issue 20): new upgrades get 503 while the listener keeps answering
+   * `/health/ready` (503 then), so a load balancer's probe sees a drain, not a
+   * refused connection, which many read as a crash. Open sockets stay.
+   */
+  refuseUpgrades(): void {
     this.isAccepting = false;
-    return new Promise((resolve) => (this.server.listening ? this.server.close(() => resolve()) : resolve()));
+  }
+
+  /** Stop listening and cut the plain HTTP connections still open (health probes); resolves once closed. */
+  close(): Promise<void> {
+    this.isAccepting = false;
+    if (!this.server.listening) return Promise.resolve();
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.server.closeAllConnections();
+    return closed;
   }
 
   private onRequest(req: http.IncomingMessage, res: http.ServerResponse): void {

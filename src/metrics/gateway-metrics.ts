@@ -1,4 +1,4 @@
-import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { Counter, Gauge, Histogram, Metric, Registry, collectDefaultMetrics } from 'prom-client';
 
 /** Upstream request kinds (SPEC §10 label `kind`). */
 export type UpstreamKind = 'auth' | 'call' | 'inactive';
@@ -6,7 +6,10 @@ export type UpstreamKind = 'auth' | 'call' | 'inactive';
 /**
  * Every metric of SPEC §10, defined once with its exact name. One registry per
  * app instance (tests run several apps in one process). Label values are
- * bounded: never a topic, user or connection id.
+ * bounded: never a topic, user or connection id. One event has one label
+ * value everywhere: an upstream answer other than 200 is `http_<status>`
+ * (`gateway_auth_total{result}` and `gateway_upstream_requests_total{outcome}`
+ * alike), a transport outcome its kind (`timeout`, `connection_error`, …).
  */
 export class GatewayMetrics {
   readonly registry = new Registry();
@@ -53,30 +56,35 @@ export class GatewayMetrics {
   readonly lostTopics = new Counter({ name: 'gateway_lost_topics_total', help: 'Topics reported lost to resumed sessions (history no longer held)', registers: [this.registry] });
   readonly topicHistoryMessages = new Gauge({ name: 'gateway_topic_history_messages', help: 'Messages held in topic histories (single node)', registers: [this.registry] });
 
-  // Cluster mode (SPEC §11); they stay at zero on a single node.
-  readonly redisUp = new Gauge({ name: 'gateway_redis_up', help: '1 while both Redis connections are ready (cluster mode)', registers: [this.registry] });
-  readonly redisReconnects = new Counter({ name: 'gateway_redis_reconnects_total', help: 'Redis connection attempts after a loss', registers: [this.registry] });
+  // Cluster mode (SPEC §11) only: not exported by a single node (issue 20), where
+  // `gateway_redis_up 0` would fire every "Redis down" alert. Registered by the constructor.
+  readonly redisUp = new Gauge({ name: 'gateway_redis_up', help: '1 while both Redis connections are ready (cluster mode)', registers: [] });
+  readonly redisReconnects = new Counter({ name: 'gateway_redis_reconnects_total', help: 'Redis connection attempts after a loss', registers: [] });
   readonly redisCommandDuration = new Histogram({
     name: 'gateway_redis_command_duration_seconds',
     help: 'Redis command round trips by command',
     labelNames: ['command'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
-    registers: [this.registry],
+    registers: [],
   });
   readonly brokerMessages = new Counter({
     name: 'gateway_broker_messages_total',
     help: 'Messages between nodes by direction (in, out) and kind (topic, lattice, user, command, ack)',
     labelNames: ['direction', 'kind'] as const,
-    registers: [this.registry],
+    registers: [],
   });
   readonly brokerMessagesDropped = new Counter({
     name: 'gateway_broker_messages_dropped_total',
     help: 'Messages for other nodes not sent because the Redis link was down (at most once, SPEC §11)',
-    registers: [this.registry],
+    registers: [],
   });
-  readonly latticeRepairs = new Counter({ name: 'gateway_lattice_repairs_total', help: 'Namespaces re-read from Redis after a missed update or a reconnect', registers: [this.registry] });
+  readonly latticeRepairs = new Counter({ name: 'gateway_lattice_repairs_total', help: 'Namespaces re-read from Redis after a missed update or a reconnect', registers: [] });
 
-  constructor() {
+  /** `isCluster`: REDIS_URL is set; only then are the cluster metrics exported. */
+  constructor(isCluster = true) {
     collectDefaultMetrics({ register: this.registry });
+    if (!isCluster) return;
+    const clusterMetrics: Metric<string>[] = [this.redisUp, this.redisReconnects, this.redisCommandDuration, this.brokerMessages, this.brokerMessagesDropped, this.latticeRepairs];
+    for (const metric of clusterMetrics) this.registry.registerMetric(metric);
   }
 }

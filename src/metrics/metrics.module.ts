@@ -13,7 +13,7 @@ import { MetricsController } from './metrics.controller';
 export class MetricsModule {}
 
 function createMetrics(config: GatewayConfig): GatewayMetrics {
-  const metrics = new GatewayMetrics();
+  const metrics = new GatewayMetrics(config.redisUrl !== null);
   metrics.connectionsLimit.set(config.limits.maxConnections);
   return metrics;
 }

@@ -32,7 +32,28 @@ export function errorBodyJson(response: { contentType: string | undefined; body:
   return tryParseJson(text).ok ? text : 'null';
 }
 
-/** A short description for logs (never the body). */
-export function describeOutcome(response: UpstreamResponse): string {
-  return response.kind === 'response' ? `status ${response.status}` : response.kind;
+/**
+ * The outcome as a bounded label, one form for metrics and logs alike (issue 20):
+ * `ok` (200), `http_<status>`, or the transport kind (`timeout`, `connection_error`,
+ * `too_large`, `queue_full`).
+ */
+export function outcomeLabel(response: UpstreamResponse): string {
+  if (response.kind !== 'response') return response.kind;
+  return response.status === 200 ? 'ok' : 'http_' + response.status;
+}
+
+/**
+ * Why an exchange failed, for logs (never the body): `status 401`, `timeout`,
+ * `refused`, `dns`, `reset`, `tls`, `too_large`, `queue_full`, or
+ * `connection_error` for any other transport error.
+ */
+export function failureCause(response: UpstreamResponse): string {
+  if (response.kind === 'response') return `status ${response.status}`;
+  if (response.kind !== 'connection_error') return response.kind;
+  const reason = response.reason;
+  if (reason.includes('ECONNREFUSED')) return 'refused';
+  if (reason.includes('ENOTFOUND') || reason.includes('EAI_AGAIN')) return 'dns';
+  if (reason.includes('ECONNRESET') || reason.includes('socket hang up')) return 'reset';
+  if (/certificate|SSL|TLS/i.test(reason)) return 'tls';
+  return 'connection_error';
 }

@@ -5,7 +5,7 @@ import { Destination, GatewayConfig } from '../config/gateway-config';
 import { GatewayMetrics, UpstreamKind } from '../metrics/gateway-metrics';
 import { Route } from './destinations';
 import { CALL_LANE, FIRST_LANE, Lane, RequestGate, WaitingRequest } from './request-gate';
-import { UpstreamResponse } from './upstream-response';
+import { UpstreamResponse, outcomeLabel } from './upstream-response';
 
 /** Per-request headers; the fixed ones are precomputed per destination. */
 export interface UpstreamHeaders {
@@ -182,7 +182,7 @@ export class UpstreamClient implements OnModuleDestroy {
 
   /** Count the outcome and its duration; returns `response`. */
   private record(pool: Pool, kind: UpstreamKind, response: UpstreamResponse, startedAt: number): UpstreamResponse {
-    const outcome = response.kind === 'response' ? (response.status === 200 ? 'ok' : 'http_' + response.status) : response.kind;
+    const outcome = outcomeLabel(response);
     const key = kind + ' ' + outcome;
     let counter = pool.counters.get(key);
     if (counter === undefined) pool.counters.set(key, (counter = this.metrics.upstreamRequests.labels(pool.destination.name, kind, outcome)));

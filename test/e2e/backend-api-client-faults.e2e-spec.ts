@@ -33,8 +33,12 @@ async function exchange(port: number, text: string | Buffer, ending: Ending, ms 
   socket.write(text);
   if (ending === 'half-close') socket.end();
   if (ending === 'reset') {
-    // Once the server has the head and part of the body (its answer cannot come before the body ends), drop the connection.
-    await new Promise<void>((resolve) => socket.write('', () => resolve()));
+    // The request asks `Expect: 100-continue`: the server's "100 Continue" proves it has the head (and
+    // the part of the body sent with it); then the connection is reset. Not from a write callback:
+    // there Node 20 and 22 close with a FIN, not an RST (24 sends the RST), so the server saw a
+    // half-close, answered 400 and counted it, and the test passed on Node 20 only because its
+    // scrape ran before that response's 'finish' (issue 20).
+    await new Promise<void>((resolve) => socket.once('data', () => resolve()));
     socket.resetAndDestroy();
   }
   return within(closed, `the server to close after ${JSON.stringify(text.toString().slice(0, 80))} (${ending})`, ms);
@@ -109,7 +113,7 @@ describe('broken or abandoned /v1 bodies are client faults (SPEC §5, issue 11 d
     ['a malformed chunk size', head('Transfer-Encoding: chunked\r\n') + '5\r\n{"a":\r\nzz\r\n', 'stay', true],
     ['a chunk extension over 16 KiB', head('Transfer-Encoding: chunked\r\n') + `5;ext=${'e'.repeat(17 * 1024)}\r\n{"a":\r\n`, 'stay', true],
     ['a half-close in the middle of a chunked body', head('Transfer-Encoding: chunked\r\n') + '5\r\n{"a":\r\n', 'half-close', true],
-    ['a client that drops mid-body (reset)', head('Content-Length: 100\r\n') + '{"a":', 'reset', false],
+    ['a client that drops mid-body (reset)', head('Content-Length: 100\r\nExpect: 100-continue\r\n') + '{"a":', 'reset', false],
   ];
 
   it.each(CASES)('%s: 400 when the socket can carry it, no error log, no 500, counted as sent', async (_what, text, ending, isAnswerExpected) => {

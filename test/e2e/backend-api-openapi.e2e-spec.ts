@@ -33,6 +33,27 @@ function validate(document: unknown): Promise<{ valid: boolean; version: string;
   return within(run, 'the OpenAPI validator', 15_000).then((out) => JSON.parse(out) as { valid: boolean; version: string; errors?: unknown });
 }
 
+/**
+ * `redocly lint` (its built-in recommended rules) on docs/openapi.json, run
+ * offline from node_modules (@redocly/cli is one bundled package), with its
+ * telemetry off. Resolves the exit code and the JSON report.
+ */
+function redoclyLint(file: string): Promise<{ code: number; report: { totals: Record<string, number>; problems: unknown[] } }> {
+  const cli = require.resolve('@redocly/cli/bin/cli.js', { paths: [ROOT] });
+  const env = { PATH: process.env.PATH ?? '', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
+  const run = new Promise<{ code: number; report: { totals: Record<string, number>; problems: unknown[] } }>((resolve, reject) => {
+    execFile(process.execPath, [cli, 'lint', file, '--format=json'], { cwd: ROOT, env }, (err, stdout, stderr) => {
+      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
+      try {
+        resolve({ code, report: JSON.parse(stdout) as { totals: Record<string, number>; problems: unknown[] } });
+      } catch {
+        reject(new Error(`redocly lint printed no JSON report (exit ${code}): ${stderr.slice(0, 500)}`));
+      }
+    });
+  });
+  return within(run, 'redocly lint', 30_000);
+}
+
 describe('GET /openapi.json (SPEC §5)', () => {
   let t: TestGateway;
   let served: Record<string, unknown>;
@@ -48,6 +69,16 @@ describe('GET /openapi.json (SPEC §5)', () => {
   it('equals docs/openapi.json (regenerate it with `npm run openapi`)', () => {
     expect(served).toEqual(JSON.parse(readFileSync(join(ROOT, 'docs', 'openapi.json'), 'utf8')));
   });
+
+  it('passes `redocly lint` with no error and no warning: a base URL in servers, a license, a bearer token that is no JWT (issue 20)', async () => {
+    const { code, report } = await redoclyLint('docs/openapi.json');
+    expect({ code, totals: report.totals, problems: report.problems }).toEqual({ code: 0, totals: { errors: 0, warnings: 0, ignored: 0 }, problems: [] });
+    expect(served.servers).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:8081' })]);
+    expect((served.info as Record<string, unknown>).license).toMatchObject({ name: 'MIT' });
+    const schemes = (served.components as { securitySchemes: Record<string, Record<string, unknown>> }).securitySchemes;
+    expect(schemes.bearer).toMatchObject({ type: 'http', scheme: 'bearer' });
+    expect(schemes.bearer.bearerFormat).toBeUndefined();
+  }, 40_000);
 
   it('is a valid OpenAPI 3.1 document, and the validator does refuse a broken one', async () => {
     expect(served.openapi).toBe('3.1.0');

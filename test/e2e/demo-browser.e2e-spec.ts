@@ -31,9 +31,10 @@ interface GatewayOptions {
   onLine?: (line: string) => void;
 }
 // The demo is plain JavaScript (examples/), started as `npm run demo` starts it, on port 0.
-const { startDemo, startGatewayProcess } = require('../../examples/demo') as {
+const { startDemo, startGatewayProcess, pageOrigins } = require('../../examples/demo') as {
   startDemo: (options: DemoOptions) => Promise<Demo>;
   startGatewayProcess: (options: GatewayOptions) => Promise<GatewayProcess>;
+  pageOrigins: (backendUrl: string) => string;
 };
 
 /** CHROMIUM_PATH, else `chromium` on PATH (Debian: /usr/bin/chromium), else null. */
@@ -159,7 +160,9 @@ if (CHROMIUM === null) {
     for (const page of [alice, bob]) await page.waitForSelector('#status:not([data-status="connected"])', { timeout: UI_MS });
     expect(await bob.getAttribute('#status', 'data-status')).toBe('reconnecting');
     const upstreamUrl = demo.pageUrl.replace(/\/$/, '');
-    restarted = await startGatewayProcess({ upstreamUrl, port: publicPort, apiPort: internalPort, env: GATEWAY_ENV, onLine: (line) => gatewayLog.push(line) });
+    // The page is served from another port than the WebSocket's: its origin is listed (SPEC §1 same-origin default).
+    const env = { ...GATEWAY_ENV, ALLOWED_ORIGINS: pageOrigins(upstreamUrl) };
+    restarted = await startGatewayProcess({ upstreamUrl, port: publicPort, apiPort: internalPort, env, onLine: (line) => gatewayLog.push(line) });
     // Full-jitter backoff: attempts within 1, 2, 4, 8 s of each other at worst.
     for (const page of [alice, bob]) await page.waitForSelector('#status[data-status="connected"]', { timeout: 30_000 });
     await alice.waitForSelector(member('bob', online), { timeout: UI_MS });

@@ -11,6 +11,7 @@ interface ChatBackendOptions {
   apiToken?: string;
   page?: PageFiles;
   gatewayPort?: number | (() => number);
+  log?: (line: string) => void;
 }
 
 // The demo backend is plain JavaScript (examples/), loaded as `npm run demo` loads it.
@@ -22,12 +23,15 @@ describe('demo chat backend', () => {
   let t: TestGateway;
   let backend: Server;
   let page: PageFiles;
+  let backendLines: string[];
   beforeAll(async () => (page = await buildChatPage()));
 
   beforeEach(async () => {
     // The backend must know the gateway's internal URL, which exists only once the gateway runs.
     let apiUrl = '';
-    backend = await startChatBackend({ port: 0, host: '127.0.0.1', apiUrl: () => apiUrl, page, gatewayPort: () => t.gateway.publicAddress.port });
+    backendLines = [];
+    const log = (line: string): number => backendLines.push(line);
+    backend = await startChatBackend({ port: 0, host: '127.0.0.1', apiUrl: () => apiUrl, page, gatewayPort: () => t.gateway.publicAddress.port, log });
     t = await startTestGateway({ UPSTREAM_URL: `http://127.0.0.1:${(backend.address() as AddressInfo).port}` });
     apiUrl = t.apiUrl;
   });
@@ -96,6 +100,16 @@ describe('demo chat backend', () => {
     await alice.next(); // result
     const { client: carol } = await t.hello({ query: 'user=carol' });
     await join(carol, 1, 'carol', { alice: 'active', carol: 'active' }, [message(1, 'alice', 'first')]);
+  });
+
+  it('prints each connection\'s id as it authorizes it: the $CID a /v1 command names the connection by (README)', async () => {
+    const { client } = await t.hello({ query: 'user=carol' });
+    const line = backendLines.find((entry) => entry.startsWith('connection authorized: user carol, connection_id '));
+    expect(line).toBeDefined();
+    const printed = line!.split('connection_id ')[1];
+    expect((await fetch(`${t.apiUrl}/v1/connection/${printed}/subscriptions/news`, { method: 'PUT' })).status).toBe(204);
+    expect((await fetch(`${t.apiUrl}/v1/publish/news`, { method: 'POST', headers: { 'Content-Type': 'application/json' }, body: '{"n":1}' })).status).toBe(204);
+    expect(await client.next()).toEqual(['message', { topic: 'news' }, { n: 1 }]);
   });
 
   it('serves the chat page with the gateway port filled in', async () => {

@@ -108,6 +108,42 @@ describe('WebSocket handshake (SPEC §2)', () => {
     ]);
   }
 
+  describe('without ALLOWED_ORIGINS: same origin only (SPEC §1, issue 20)', () => {
+    beforeEach(async () => (t = await startTestGateway()));
+    const host = (): string => new URL(t.publicUrl).host;
+
+    it('answers 403 to a cross-site origin, and sends no authorization request', async () => {
+      const refused = await refusal(t.connect({ headers: { Origin: 'https://evil.example' } }));
+      expect(refused.status).toBe(403);
+      expect(refused.body).toBe('origin not allowed\n');
+      await expectOnlyTheBarrierReachedTheUpstream();
+    });
+
+    it('answers 403 to an origin on the same host but another port', async () => {
+      const refused = await refusal(t.connect({ headers: { Origin: `http://127.0.0.1:${Number(host().split(':')[1]) + 1}` } }));
+      expect(refused.status).toBe(403);
+    });
+
+    it('accepts the origin of its own host and port', async () => {
+      const { hello } = await t.hello({ headers: { Origin: `http://${host()}` } });
+      expect(hello[0]).toBe('hello');
+    });
+
+    it('accepts a handshake without an Origin header', async () => {
+      const { hello } = await t.hello();
+      expect(hello[0]).toBe('hello');
+    });
+  });
+
+  describe('with ALLOWED_ORIGINS=*', () => {
+    beforeEach(async () => (t = await startTestGateway({ ALLOWED_ORIGINS: '*' })));
+
+    it('accepts any origin', async () => {
+      const { hello } = await t.hello({ headers: { Origin: 'https://elsewhere.example' } });
+      expect(hello[0]).toBe('hello');
+    });
+  });
+
   describe('with ALLOWED_ORIGINS', () => {
     beforeEach(async () => (t = await startTestGateway({ ALLOWED_ORIGINS: 'https://app.example,https://other.example' })));
 

@@ -125,12 +125,12 @@ describe('health and metrics (SPEC §10)', () => {
       expect(after.value('gateway_frames_sent_total{type="lattice"}')).toBe(before.value('gateway_frames_sent_total{type="lattice"}') + 2);
     });
 
-    it('counts a refused authorization by its status', async () => {
+    it('counts a refused authorization by its status, with the label form of the upstream metric', async () => {
       t.upstream.on('POST /gateway/authorize_connection', { status: 403, json: { error: 'no' } });
       const refused = await t.connect();
       expect((await refused.closed()).code).toBe(4403);
       const metrics = await scrape();
-      expect(metrics.value('gateway_auth_total{result="403"}')).toBe(1);
+      expect(metrics.value('gateway_auth_total{result="http_403"}')).toBe(1);
       expect(metrics.value('gateway_auth_total{result="ok"}')).toBe(0);
       expect(metrics.value('gateway_upstream_requests_total{destination="default",kind="auth",outcome="http_403"}')).toBe(1);
     });
