@@ -39,7 +39,9 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
     this.expected = config.backendApiToken === null ? null : Buffer.from(config.backendApiToken);
     const count = (method: string, url: string, status: number): void => this.count(endpointLabel(method, url), status);
     this.onFinish = function (this: Response): void {
-      forgetInFlight(this.socket, this);
+      // Node detaches the socket from the response before its own 'finish' listener
+      // returns (res.socket is null here): the request still has it.
+      forgetInFlight(this.req.socket, this);
       count(this.req.method, (this.req as Request).path, this.statusCode);
     };
   }
