@@ -47,7 +47,7 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   }
 
   use(req: Request, res: Response, next: NextFunction): void {
-    trackInFlight(res);
+    trackInFlight(req.socket, res);
     res.on('finish', this.onFinish);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
     const path = req.path;

@@ -10,6 +10,7 @@ import { within } from './harness/wait';
  */
 
 const HEADERS_TIMEOUT_MS = 500;
+const REQUEST_TIMEOUT_MS = 1000;
 
 /**
  * One client TCP connection kept alive across requests: writes raw bytes and
@@ -81,7 +82,7 @@ class KeptAliveConnection {
 describe('parser-rejected requests on a kept-alive connection (issue 18)', () => {
   let t: TestGateway;
   beforeAll(async () => {
-    t = await startTestGateway({ HTTP_HEADERS_TIMEOUT: `${HEADERS_TIMEOUT_MS}ms`, HTTP_KEEP_ALIVE_TIMEOUT: '5s' });
+    t = await startTestGateway({ HTTP_HEADERS_TIMEOUT: `${HEADERS_TIMEOUT_MS}ms`, HTTP_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`, HTTP_KEEP_ALIVE_TIMEOUT: '5s' });
   });
   afterAll(() => t.close());
 
@@ -134,5 +135,60 @@ describe('parser-rejected requests on a kept-alive connection (issue 18)', () =>
       }),
     );
     expect(outcomes).toEqual(Array.from({ length: 32 }, () => '204 then 431'));
+  });
+
+  /** The answers on one connection to `parts`, each written once the answers before it arrived (`expect` of them), until it closes. */
+  async function conversation(listener: 'internal' | 'public', parts: ReadonlyArray<readonly [string, number]>): Promise<string[]> {
+    const connection = await KeptAliveConnection.open(port(listener));
+    const answers: string[] = [];
+    try {
+      for (const [text, expected] of parts) {
+        connection.write(text);
+        for (let i = 0; i < expected; i++) answers.push(await connection.next(REQUEST_TIMEOUT_MS + 3000));
+      }
+      answers.push(await connection.next(REQUEST_TIMEOUT_MS + 3000));
+      return answers;
+    } finally {
+      connection.destroy();
+    }
+  }
+  const BAD_HEAD = 'GET /v1/x HTTP/1.1\r\nHost: x\r\nBad: a\0b\r\n\r\n';
+  const NOPE = 'GET /nope HTTP/1.1\r\nHost: x\r\n\r\n';
+  const PUBLISH = FIRST['/v1 publish'][0];
+  const HEALTH = FIRST['GET /health/live'][0];
+
+  it.each([
+    ['internal', 'a /v1 204, a 404', PUBLISH + NOPE, ['204', '404']],
+    ['internal', 'a 404, a /v1 204', NOPE + PUBLISH, ['404', '204']],
+    ['public', 'a health 200, a 404', HEALTH + NOPE, ['200', '404']],
+  ] as const)('on the %s listener, answers pipelined requests (%s) in order, then the rejected one after them', async (listener, _, pipelined, statuses) => {
+    expect(await conversation(listener, [[pipelined + BAD_HEAD, 3]])).toEqual([...statuses, '400', 'closed without an answer']);
+  });
+
+  it('answers every pipelined request in order, those answered by the /v1 error filter included', async () => {
+    const badJson = 'POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{"a":';
+    const trailing = 'PUT /v1/connection/x/subscriptions/ HTTP/1.1\r\nHost: x\r\n\r\n';
+    const connection = await KeptAliveConnection.open(port('internal'));
+    try {
+      connection.write(PUBLISH + NOPE + badJson + trailing + HEALTH + PUBLISH);
+      const answers: string[] = [];
+      for (let i = 0; i < 6; i++) answers.push(await connection.next());
+      expect(answers).toEqual(['204', '404', '400', '404', '200', '204']);
+    } finally {
+      connection.destroy();
+    }
+  });
+
+  it.each([
+    ['an early /v1 404', 'POST /v1/publish/ HTTP/1.1'],
+    ['an early 404 of an unknown route', 'POST /nope HTTP/1.1'],
+  ])('closes without a second status when the body of a request answered by %s turns out malformed', async (_, requestLine) => {
+    const head = `${requestLine}\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n`;
+    expect(await conversation('internal', [[head, 1], ['zz\r\n', 0]])).toEqual(['404', 'closed without an answer']);
+  });
+
+  it('closes without a 408 when a body declared by a request answered early never comes', async () => {
+    const head = 'POST /v1/publish/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{';
+    expect(await conversation('internal', [[head, 1]])).toEqual(['404', 'closed without an answer']);
   });
 });
