@@ -58,7 +58,9 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
       if (res[STARTED_AT] !== undefined) this.logRequest(res, endpoint, res[STARTED_AT]);
     };
     this.onFinish = function (this: Response): void {
-      forgetInFlight(this.socket, this);
+      // Node detaches the socket from the response before its own 'finish' listener
+      // returns (res.socket is null here): the request still has it.
+      forgetInFlight(this.req.socket, this);
       finished(this);
     };
   }
@@ -66,7 +68,7 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   use(req: Request, res: Response, next: NextFunction): void {
     if (this.isDebug) (res as TimedResponse)[STARTED_AT] = performance.now();
     res.setHeader(this.requestIdHeader, requestIdOf(req.headers[this.requestIdHeader]));
-    trackInFlight(res);
+    trackInFlight(req.socket, res);
     res.on('finish', this.onFinish);
     if (this.tracer.isEnabled) this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);

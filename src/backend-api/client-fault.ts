@@ -8,12 +8,12 @@ const IN_FLIGHT = Symbol('backendApiResponse');
 type ApiSocket = Socket & { [IN_FLIGHT]?: ServerResponse | null };
 
 /**
- * `res` is its socket's answer in progress until `forgetInFlight` (on 'finish';
+ * `res` answers the last /v1 request parsed on `socket` (a pipelined one
+ * included, whose response waits its turn) until `forgetInFlight` (on 'finish';
  * a response closed without finishing leaves a dead socket).
  */
-export function trackInFlight(res: ServerResponse): void {
-  const socket = res.socket as ApiSocket | null;
-  if (socket !== null) socket[IN_FLIGHT] = res;
+export function trackInFlight(socket: Socket, res: ServerResponse): void {
+  (socket as ApiSocket)[IN_FLIGHT] = res;
 }
 
 export function forgetInFlight(socket: Socket | null, res: ServerResponse): void {
@@ -25,24 +25,31 @@ export const incompleteBody = (): BackendApiError => badRequest(INCOMPLETE_BODY,
 const INCOMPLETE_BODY = 'incomplete_body';
 const INCOMPLETE_MESSAGE = 'the request was cut off or malformed before the end of its body';
 
-/** Whether an answer can still reach the client through `res`. */
+/**
+ * Whether an answer can still reach the client through `res`. Its request's
+ * socket, not `res.socket`: that is null while the response waits its turn
+ * behind earlier ones on a pipelined connection.
+ */
 export function canAnswer(res: ServerResponse): boolean {
-  return !res.headersSent && res.socket !== null && !res.socket.destroyed && res.socket.writable;
+  const socket = res.req.socket;
+  return !res.headersSent && !socket.destroyed && socket.writable;
 }
 
 /**
  * Node's parser failed (malformed chunking, a half-close before the declared
- * length, …) while a /v1 request was in progress on `socket`. SPEC §5: a
- * client fault, answered through that request's own response, so that it is
- * counted with the status actually sent, then the connection is closed; logged
- * at debug only. False when no /v1 request is in progress (the caller answers
- * on the raw socket).
+ * length, the request timeout, …) in the body of the /v1 request in progress
+ * on `socket`, not yet answered. SPEC §5: a client fault, answered through that
+ * request's own response, so that it is counted with the status actually sent
+ * and follows the answers before it on a pipelined connection, then the
+ * connection is closed; logged at debug only. False otherwise (a refused head
+ * after complete requests, a body of a request already answered): the caller
+ * answers on the raw socket (endWithStatus).
  */
 export function answerInFlight(socket: Socket, status: number, code: string | undefined): boolean {
   const res = (socket as ApiSocket)[IN_FLIGHT];
-  if (res === undefined || res === null) return false;
+  if (res === undefined || res === null || res.req.complete || res.headersSent) return false;
   if (Logger.isLevelEnabled('debug')) Logger.debug({ msg: 'backend API client fault', code, status }, 'BackendApi');
-  if (!canAnswer(res)) {
+  if (!socket.writable) {
     socket.destroy();
     return true;
   }

@@ -1,4 +1,4 @@
-import type * as http from 'node:http';
+import * as http from 'node:http';
 import type { Socket } from 'node:net';
 import type { ListenerTimeouts } from '../config/gateway-config';
 
@@ -50,23 +50,63 @@ export function clientErrorStatus(err: NodeJS.ErrnoException): number {
   return 400;
 }
 
+/** What Node's HTTP server keeps on a connection's socket (internals, read only). */
+type HttpSocket = Socket & {
+  /** The response being written; the next one queued behind it is assigned when it finishes. */
+  _httpMessage?: http.ServerResponse | null;
+  /** `incoming`: the last request parsed, until it is answered and read to its end. */
+  parser?: { incoming?: http.IncomingMessage | null } | null;
+  [REFUSED]?: true;
+};
+const REFUSED = Symbol('refusedRequest');
+
 /**
  * Whether a raw status line may still be written on `socket`: it is writable
  * and no response on it has sent its head yet (as Node's own clientError
  * handler checks).
  */
 export function canAnswerRaw(socket: Socket): boolean {
-  const response = (socket as Socket & { _httpMessage?: http.ServerResponse | null })._httpMessage;
+  const response = (socket as HttpSocket)._httpMessage;
   return socket.writable && (response === undefined || response === null || !response.headersSent);
 }
 
-/** Write `status` with an empty body and close; destroy when it can no longer be written. */
-export function endWithStatus(socket: Socket, status: number): void {
-  if (!canAnswerRaw(socket)) return void socket.destroy();
-  socket.end(`HTTP/1.1 ${status} ${STATUS_TEXT[status] ?? 'Error'}\r\nConnection: close\r\nContent-Length: 0\r\n\r\n`);
+/**
+ * Answer `status` (with `text` as a plain-text body, else none) to a request
+ * Node's parser refused, and close. On a kept-alive or pipelined connection the
+ * requests parsed before it keep their own answers, in order: the status goes
+ * out after the last of them. When the refused bytes were the body of a request
+ * already answered (an early 404 with broken chunking, a declared body that
+ * never came), that answer stands and the connection is only closed: a second
+ * status would be read as the answer to the client's next request.
+ * Bytes after the refusal change nothing, then destroy the socket once it is closed.
+ */
+export function endWithStatus(socket: Socket, status: number, text?: string): void {
+  const refused = socket as HttpSocket;
+  if (refused[REFUSED] === true) return void (socket.writable || socket.destroy());
+  refused[REFUSED] = true;
+  const incoming = refused.parser?.incoming;
+  const answeredBody = incoming !== undefined && incoming !== null && !incoming.complete;
+  afterAnswers(refused, () => {
+    if (!socket.writable) return; // an answer said Connection: close: Node closes it
+    if (answeredBody) return void socket.end();
+    socket.end(statusText(status, text));
+  });
 }
 
-const STATUS_TEXT: Record<number, string> = { 400: 'Bad Request', 404: 'Not Found', 408: 'Request Timeout', 431: 'Request Header Fields Too Large' };
+/** Run `then` once no response is being written on `socket` (each finished one may hand it the next). */
+function afterAnswers(socket: HttpSocket, then: () => void): void {
+  const response = socket._httpMessage;
+  if (response === undefined || response === null) return then();
+  // Node's own 'finish' listener, registered first, has detached it and assigned the next one by then.
+  response.once('finish', () => afterAnswers(socket, then));
+}
+
+function statusText(status: number, text: string | undefined): string {
+  const line = `HTTP/1.1 ${status} ${http.STATUS_CODES[status] ?? 'Error'}\r\nConnection: close\r\n`;
+  if (text === undefined) return line + 'Content-Length: 0\r\n\r\n';
+  const body = text + '\n';
+  return line + `Content-Type: text/plain; charset=utf-8\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`;
+}
 
 /**
  * SPEC §5: `CONNECT` reaches no route on either listener, so it gets 404 like

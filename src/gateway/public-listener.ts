@@ -6,7 +6,7 @@ import { GatewayConfig, Handler } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { gatewaySocketClass } from './gateway-socket';
 import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
-import { answerConnect, canAnswerRaw, clientErrorStatus, listenerServerOptions } from './listener-guards';
+import { answerConnect, canAnswerRaw, clientErrorStatus, endWithStatus, listenerServerOptions } from './listener-guards';
 import { isResumeOffered } from '../resume/resume-settings';
 
 /** Express (or any) request handler that serves the health routes. */
@@ -57,7 +57,7 @@ export class PublicListener {
     this.server.on('connect', answerConnect);
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       const status = clientErrorStatus(err);
-      rejectSocket(socket, status, (http.STATUS_CODES[status] ?? 'bad request').toLowerCase());
+      endWithStatus(socket, status, (http.STATUS_CODES[status] ?? 'bad request').toLowerCase());
     });
   }
 

@@ -1,17 +1,19 @@
 import { LoadClient, SEED, api, pool, rng } from './lib/clients';
 import { GatewayProcess } from './lib/gateway';
 import { sized } from './lib/profile';
-import { Ending, rawHttp, requestBytes } from './lib/raw-http';
+import { Ending, KeptAliveConnection, rawHttp, requestBytes } from './lib/raw-http';
 import { Checks, record } from './lib/report';
 import { LoadUpstream } from './lib/upstream';
 
 const MAX_PAYLOAD_BYTES = 64 * 1024;
 const TOKEN = 'reliability-token-0123456789';
 const COUNTS = sized({
-  short: { fuzz: 4_000, broken: 1_500, exact: 1_000, token: 1_500 },
-  full: { fuzz: 60_000, broken: 20_000, exact: 10_000, token: 20_000 },
+  short: { fuzz: 4_000, broken: 1_500, exact: 1_000, keptAlive: 3_000, pipelined: 1_500, token: 1_500 },
+  full: { fuzz: 60_000, broken: 20_000, exact: 10_000, keptAlive: 40_000, pipelined: 20_000, token: 20_000 },
 });
 const CONCURRENCY = 48;
+/** Requests a pipelining client writes at once. */
+const PIPELINE_DEPTH = 3;
 
 type Rng = ReturnType<typeof rng>;
 
@@ -167,14 +169,32 @@ function unauthenticatedRequest(r: Rng, cid: string): Req {
   return { kind: 'no token', parts, ending: base.ending, allowed: base.ending === 'drop' ? [-1] : [401] };
 }
 
+/**
+ * Any request but those that end their connection (half-close, drop), as a
+ * kept-alive client sends it: without `Connection: close`. Pipelined, also
+ * without `Expect: 100-continue`: Node (20.x) buffers the 100 of a response
+ * still queued behind another and sends it after that response's head, inside
+ * its body (docs/RELIABILITY.md, findings), which no client can parse.
+ */
+function keptAliveRequest(r: Rng, cid: string, pipelined: boolean): Req {
+  const roll = r.int(10);
+  let req = roll < 8 ? fuzzRequest(r, cid) : roll === 8 ? brokenRequest(r, cid) : foldedRequest(r, cid);
+  while (req.ending !== 'wait') req = brokenRequest(r, cid);
+  let text = req.parts[0].toString('latin1').replace('Connection: close\r\n', '');
+  if (pipelined) text = text.replace('\r\nExpect: 100-continue', '');
+  return { ...req, parts: [Buffer.from(text, 'latin1')] };
+}
+
 interface PhaseResult {
   readonly sent: number;
+  readonly seconds: number;
   readonly statuses: Record<string, number>;
   readonly violations: string[];
   readonly errorLines: number;
 }
 
 async function phase(gateway: GatewayProcess, count: number, make: () => Req): Promise<PhaseResult> {
+  const started = Date.now();
   const statuses = new Map<string, number>();
   const violations: string[] = [];
   const errorsBefore = gateway.errorLines.length;
@@ -187,7 +207,64 @@ async function phase(gateway: GatewayProcess, count: number, make: () => Req): P
   });
   // An ordering barrier: a request answered after every one above was answered.
   await api(gateway.apiUrl, 'GET', '/health/live');
-  return { sent: count, statuses: Object.fromEntries([...statuses].sort()), violations, errorLines: gateway.errorLines.length - errorsBefore };
+  return { sent: count, seconds: (Date.now() - started) / 1000, statuses: Object.fromEntries([...statuses].sort()), violations, errorLines: gateway.errorLines.length - errorsBefore };
+}
+
+interface KeptAliveResult extends PhaseResult {
+  /** Answers lost to ECONNRESET/EPIPE. */
+  readonly resets: number;
+  /** Pipelined requests written after one whose answer closed the connection: unanswered, the client sends them again (RFC 9112 §9.3.2). */
+  readonly afterClose: number;
+}
+
+/**
+ * Issue 18: CONCURRENCY clients, each on one connection reused until an answer
+ * closes it, writing `depth` requests at a time (1: one after another; more:
+ * pipelined) and reading their answers in order. A request that gets a reset or
+ * a silent close where SPEC §5 gives it a status is a violation.
+ */
+async function keptAlivePhase(gateway: GatewayProcess, count: number, depth: number, make: () => Req): Promise<KeptAliveResult> {
+  const statuses = new Map<string, number>();
+  const violations: string[] = [];
+  const errorsBefore = gateway.errorLines.length;
+  let sent = 0;
+  let resets = 0;
+  let afterClose = 0;
+  const started = Date.now();
+  const client = async (): Promise<void> => {
+    let connection: KeptAliveConnection | null = null;
+    let previous = '';
+    while (sent < count) {
+      if (connection === null || !connection.usable) {
+        connection?.destroy();
+        connection = KeptAliveConnection.open(gateway.internalPort);
+        previous = 'a new connection';
+      }
+      const batch = Array.from({ length: Math.min(depth, count - sent) }, make);
+      sent += batch.length;
+      const open = connection;
+      const answers = await Promise.all(batch.map((req) => open.send(req.parts[0], req.parts[0].toString('latin1', 0, 8).split(' ')[0])));
+      let closed = false;
+      batch.forEach((req, i) => {
+        const answer = answers[i];
+        if (closed) return void afterClose++;
+        closed = answer.closes;
+        if (answer.reset) resets++;
+        const key = `${req.kind} → ${answer.reset ? 'reset' : answer.status === 0 ? 'closed without an answer' : answer.status}`;
+        statuses.set(key, (statuses.get(key) ?? 0) + 1);
+        if (!req.allowed.includes(answer.status)) {
+          const together = depth === 1 ? '' : `; its batch: ${JSON.stringify(batch.map((b, j) => `${answers[j].status} ${b.parts[0].toString('latin1').slice(0, 120)}`))}`;
+          violations.push(`${key} (after ${previous}) for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}${together}`);
+        }
+        previous = `${key} for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}`;
+      });
+    }
+    connection?.destroy();
+  };
+  await Promise.all(Array.from({ length: CONCURRENCY }, client));
+  await api(gateway.apiUrl, 'GET', '/health/live');
+  const seconds = (Date.now() - started) / 1000;
+  return { sent, seconds, statuses: Object.fromEntries([...statuses].sort()), violations, errorLines: gateway.errorLines.length - errorsBefore, resets, afterClose };
 }
 
 describe('hostile /v1 (issue 11)', () => {
@@ -211,7 +288,9 @@ describe('hostile /v1 (issue 11)', () => {
     const fuzz = await phase(gateway, COUNTS.fuzz, () => fuzzRequest(r, cid));
     const broken = await phase(gateway, COUNTS.broken, () => brokenRequest(r, cid));
     const exact = await phase(gateway, COUNTS.exact, () => foldedRequest(r, cid));
-    const all = [fuzz, broken, exact];
+    const keptAlive = await keptAlivePhase(gateway, COUNTS.keptAlive, 1, () => keptAliveRequest(r, cid, false));
+    const pipelined = await keptAlivePhase(gateway, COUNTS.pipelined, PIPELINE_DEPTH, () => keptAliveRequest(r, cid, true));
+    const all = [fuzz, broken, exact, keptAlive, pipelined];
     const count500 = all.flatMap((p) => Object.entries(p.statuses)).filter(([k]) => / → 5\d\d$/.test(k)).reduce((n, [, v]) => n + v, 0);
 
     // Still serving: a publish reaches the connected client.
@@ -225,6 +304,9 @@ describe('hostile /v1 (issue 11)', () => {
     checks.check('broken/abandoned bodies: only 400 (or a closed socket)', broken.violations.length === 0, broken.violations.slice(0, 8));
     checks.check('broken/abandoned bodies: no error-level log line (defect 4, fixed on branch of issue 12)', broken.errorLines === 0, `${broken.errorLines} error lines, e.g. ${JSON.stringify(gateway.errorLines.slice(-2))}`);
     checks.check('exact paths: case-changed or slash-folded /v1 paths are 404 (defect 3, fixed on branch of issue 12)', exact.violations.length === 0, exact.violations.slice(0, 5));
+    checks.check('kept-alive connections: every request gets its SPEC status, never a reset or a silent close (issue 18)', keptAlive.violations.length === 0, `${keptAlive.resets} resets; ${JSON.stringify(keptAlive.violations.slice(0, 8))}`);
+    checks.check('pipelined requests: each gets its SPEC status, in order, up to the one whose answer closes (issue 18)', pipelined.violations.length === 0, `${pipelined.resets} resets; ${JSON.stringify(pipelined.violations.slice(0, 8))}`);
+    checks.check('kept-alive and pipelined: no error-level log line', keptAlive.errorLines + pipelined.errorLines === 0, gateway.errorLines.slice(0, 3));
     checks.check('still serving: the client got a publish', JSON.stringify(await delivered) === '{"done":true}');
     checks.check('process alive', gateway.alive);
     await client.close();
@@ -240,7 +322,7 @@ describe('hostile /v1 (issue 11)', () => {
     record('hostile-v1', {
       seed: SEED,
       requests: all.reduce((n, p) => n + p.sent, 0) + token.sent,
-      phases: { fuzz, broken, exact, token },
+      phases: { fuzz, broken, exact, keptAlive, pipelined, token },
       checks: checks.summary,
     });
     checks.assertAll();
