@@ -19,7 +19,13 @@ export class Listeners<A extends unknown[]> {
    * the platform reports it (like an EventTarget listener's).
    */
   emit(...args: A): void {
+    this.emitWhile(() => true, ...args);
+  }
+
+  /** Like `emit`, but stops as soon as `isLive()` turns false (e.g. a listener closed the client). */
+  emitWhile(isLive: () => boolean, ...args: A): void {
     for (const listener of [...this.list]) {
+      if (!isLive()) return;
       try {
         listener(...args);
       } catch (err) {
