@@ -159,8 +159,9 @@ export class GatewayClient {
       return this.lost(1006, err instanceof Error ? err.message : String(err));
     }
     this.socket = socket;
+    const isCurrent = (): boolean => this.socket === socket;
     socket.onmessage = (event) => {
-      if (this.socket === socket) this.onFrame(socket, event.data);
+      if (isCurrent()) this.onFrame(isCurrent, event.data);
     };
     socket.onclose = (event) => {
       if (this.socket === socket) this.lost(event.code, event.reason);
@@ -173,7 +174,8 @@ export class GatewayClient {
     this.connectTimer = setTimeout(() => this.abandon('connect timeout'), this.settings.connectTimeoutMs);
   }
 
-  private onFrame(socket: WebSocketLike, data: unknown): void {
+  /** One frame of the current socket; `isCurrent()` turns false once the socket is replaced or the client closed. */
+  private onFrame(isCurrent: () => boolean, data: unknown): void {
     if (typeof data !== 'string') return;
     this.watchdog.seen();
     const frame = parseServerFrame(data);
@@ -188,7 +190,7 @@ export class GatewayClient {
         if (typeof frame.requestId === 'number') this.calls.reject(frame.requestId, frame.error);
         return;
       case 'message':
-        return this.deliver(socket, frame.topic, frame.data, frame.position);
+        return this.deliver(isCurrent, frame.topic, frame.data, frame.position);
       case 'lattice':
         return void this.lattice(frame.namespace).merge(frame.data);
       case 'fatal_error':
@@ -204,9 +206,9 @@ export class GatewayClient {
    * replayed message already delivered is dropped; once the socket is
    * replaced or the client closed (by a handler, too), nothing more is delivered.
    */
-  private deliver(socket: WebSocketLike, topic: string, data: unknown, position: MessagePosition | null): void {
+  private deliver(isCurrent: () => boolean, topic: string, data: unknown, position: MessagePosition | null): void {
     if (!this.session.received(topic, position)) return;
-    this.topics.get(topic)?.emitWhile(() => this.socket === socket, data, topic);
+    this.topics.get(topic)?.emitWhile(isCurrent, data, topic);
   }
 
   private onHello(hello: Hello, meta: HelloMeta): void {
