@@ -139,6 +139,39 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     expect(events.reconnected).toEqual([]);
   });
 
+  it('keeps its offer within 8 KiB: the least recent topics go without a position, and their replay delivers nothing twice', async () => {
+    await start();
+    const wire = new WireLog();
+    const { client, cid } = await connected('alice', { WebSocket: wire.WebSocket });
+    const topics = Array.from({ length: 150 }, (_, i) => `room.with-a-rather-long-name-so-positions-fill-the-offer-${String(i).padStart(3, '0')}`);
+    const seen: string[] = [];
+    for (const topic of topics) client.onMessage(topic, (data) => seen.push(`${topic}:${String(data)}`));
+    const all = collectMessages(client, topics[topics.length - 1]);
+    for (const topic of topics) await put(`/v1/connection/${cid}/subscriptions/${topic.replaceAll('.', '/')}`);
+    for (const topic of topics) await publish(topic.replaceAll('.', '/'), 'first');
+    await all.until(1);
+    expect(seen).toHaveLength(topics.length);
+
+    const resumed = nextEvent(client, 'resumed');
+    proxy.block();
+    await untilDetached(1);
+    await publish(topics[0].replaceAll('.', '/'), 'second'); // the least recent topic: no position in the offer
+    await publish(topics[topics.length - 1].replaceAll('.', '/'), 'second');
+    proxy.unblock();
+    expect(await resumed).toEqual([{ lost: [] }]);
+    await all.until(2);
+    const offer = wire.sockets[wire.sockets.length - 1].protocols[2].replace(/^gateway-resume\./, '');
+    const offered = Object.keys((JSON.parse(Buffer.from(offer, 'base64url').toString('utf8')) as { positions: object }).positions);
+    expect(offer.length).toBeLessThanOrEqual(8192);
+    expect(offer.length).toBeGreaterThan(8000);
+    expect(offered).toEqual(topics.slice(topics.length - offered.length).reverse()); // the most recent topics
+    expect(offered).not.toContain(topics[0]);
+    // A barrier: a message published now comes after every replayed one.
+    await publish(topics[topics.length - 1].replaceAll('.', '/'), 'third');
+    await all.until(3);
+    expect(seen.slice(topics.length)).toEqual([`${topics[0]}:second`, `${topics[topics.length - 1]}:second`, `${topics[topics.length - 1]}:third`]);
+  });
+
   it('after the window a new session starts: reconnected, a new authorization and connection id, nothing of the old session', async () => {
     await start({ RESUME_WINDOW: '300ms' });
     const { client, cid } = await connected('alice');
