@@ -1,3 +1,4 @@
+import type { Socket } from 'node:net';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
@@ -254,6 +255,23 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       client.socket.terminate();
       const { hello: again } = await resume('ann', resumeOf(hello).token);
       expect(helloMeta(again)).toMatchObject({ resumed: true });
+    });
+
+    it('a slow-consumer close detaches the session; the resume reports what the history lost', async () => {
+      await start({ CLIENT_QUEUE_MAX_BYTES: '64KiB', TOPIC_HISTORY_SIZE: '5' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/flood`);
+      (client.socket as unknown as { _socket: Socket })._socket.pause();
+      const pad = 'x'.repeat(100 * 1024);
+      for (let seq = 0; (await scrapeMetrics(t.apiUrl)).value('gateway_slow_consumer_closes_total') === 0; ) {
+        if (seq > 800) throw new Error('no slow-consumer close after 800 messages of 100 KiB');
+        for (const end = seq + 20; seq < end; seq += 1) await publish('flood', { seq, pad });
+      }
+      client.socket.terminate();
+      await untilDetached(1);
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['flood'] });
+      await expectNothingMore(again);
     });
 
     it('a drain closes resumable sessions with 1012 service_restart and legacy ones with 1001', async () => {
