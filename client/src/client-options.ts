@@ -26,6 +26,12 @@ export interface ClientOptions {
   readonly reconnect?: boolean;
   /** Whether to reconnect after a fatal_error; default: every code but 4401 and 4403. */
   readonly retryFatal?: (error: FatalError) => boolean;
+  /**
+   * Ask for a resumable session (SPEC §12, true): after a lost connection the
+   * client resumes it within the gateway's window, keeping its connection id,
+   * subscriptions and the messages it missed (`resumed`); false speaks the lattice protocol alone.
+   */
+  readonly resume?: boolean;
   /** Random numbers in [0, 1) for the jitter (Math.random). */
   readonly random?: () => number;
 }
@@ -38,12 +44,23 @@ export interface Disconnect {
   readonly retryInMs: number | null;
 }
 
+/** A resumed session (SPEC §12.3). */
+export interface Resumed {
+  /**
+   * Topics (dotted) whose missed messages the gateway could no longer replay:
+   * refetch their state. `[]`: every missed message follows, through `onMessage`.
+   */
+  readonly lost: readonly string[];
+}
+
 /** Events and their arguments. */
 export interface ClientEvents {
   status: [status: ConnectionStatus];
   hello: [hello: Hello];
-  /** A new connection said hello after an earlier one was lost: the server side starts afresh. */
+  /** A new session said hello after an earlier one was lost: the server side starts afresh, subscribe again. */
   reconnected: [hello: Hello];
+  /** The session was resumed on a new connection: subscriptions kept, missed messages follow (except `lost` topics'). */
+  resumed: [info: Resumed];
   disconnect: [info: Disconnect];
 }
 
@@ -64,6 +81,7 @@ export function settingsOf(options: ClientOptions): Settings {
     backoff: options.backoff ?? {},
     reconnect: options.reconnect ?? true,
     retryFatal: options.retryFatal ?? isRetryableFatal,
+    resume: options.resume ?? true,
     random: options.random ?? Math.random,
   };
 }

@@ -27,3 +27,14 @@ export const NO_RETRY_CLOSE_CODES: readonly number[] = [4401, 4403];
 export function isRetryableFatal(error: FatalError): boolean {
   return !NO_RETRY_CLOSE_CODES.includes(error.code);
 }
+
+/**
+ * Close codes without a fatal_error after which the client stops: the backend
+ * ended the session (4403 `disconnected`, SPEC §12.6), another socket resumed
+ * it (4409 `session_resumed`, SPEC §12.3).
+ */
+export const STOP_CLOSE_CODES: readonly number[] = [4403, 4409];
+
+/** The gateway is restarting (SPEC §12.5): reconnect at once, after a jitter below this, not a backoff. */
+export const CLOSE_SERVICE_RESTART = 1012;
+export const RESTART_JITTER_MS = 1000;

@@ -2,7 +2,27 @@ import { callErrorInfoOf, encodeCall, parseServerFrame } from './frames';
 
 describe(parseServerFrame.name, () => {
   it.each([
-    ['hello', '["hello",{},{"user_id":"alice","name":"A"}]', { type: 'hello', hello: { user_id: 'alice', name: 'A' } }],
+    ['hello', '["hello",{},{"user_id":"alice","name":"A"}]', { type: 'hello', hello: { user_id: 'alice', name: 'A' }, meta: { resume: null, resumed: false, lost: [] } }],
+    [
+      'a resumable hello',
+      '["hello",{"resume":{"token":"T1","window":30}},{"user_id":"a"}]',
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T1', windowSeconds: 30 }, resumed: false, lost: [] } },
+    ],
+    [
+      'a resumed hello',
+      '["hello",{"resume":{"token":"T2","window":30},"resumed":true,"lost":["a.b",7]},{"user_id":"a"}]',
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T2', windowSeconds: 30 }, resumed: true, lost: ['a.b'] } },
+    ],
+    [
+      'a failed resume',
+      '["hello",{"resume":{"token":"T3","window":5},"resumed":false},{"user_id":"a"}]',
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T3', windowSeconds: 5 }, resumed: false, lost: [] } },
+    ],
+    [
+      'a hello whose resume object is malformed (no session)',
+      '["hello",{"resume":{"token":42},"resumed":true},{"user_id":"a"}]',
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: null, resumed: false, lost: [] } },
+    ],
     ['result', '["result",{"request_id":7},{"ok":true}]', { type: 'result', requestId: 7, data: { ok: true } }],
     ['result with a string id', '["result",{"request_id":"probe-1"},null]', { type: 'result', requestId: 'probe-1', data: null }],
     [
@@ -12,7 +32,9 @@ describe(parseServerFrame.name, () => {
     ],
     ['validation_error', '["error",{"request_id":3,"error_kind":"validation_error"},"invalid method"]', { type: 'error', requestId: 3, error: { kind: 'validation_error', text: 'invalid method' } }],
     ['error without id', '["error",{"error_kind":"internal_error"},null]', { type: 'error', requestId: null, error: { kind: 'internal_error', text: null } }],
-    ['message', '["message",{"topic":"rooms.lobby"},{"text":"hi"}]', { type: 'message', topic: 'rooms.lobby', data: { text: 'hi' } }],
+    ['message', '["message",{"topic":"rooms.lobby"},{"text":"hi"}]', { type: 'message', topic: 'rooms.lobby', data: { text: 'hi' }, position: null }],
+    ['a positioned message', '["message",{"topic":"a","offset":3,"epoch":"E"},1]', { type: 'message', topic: 'a', data: 1, position: { offset: 3, epoch: 'E' } }],
+    ['a message with a malformed position (delivered, not tracked)', '["message",{"topic":"a","offset":"3","epoch":"E"},1]', { type: 'message', topic: 'a', data: 1, position: null }],
     ['lattice', '["lattice",{"namespace":"rooms"},{"lobby":{"last_message_counter":3},"x":{}}]', { type: 'lattice', namespace: 'rooms', data: { lobby: { last_message_counter: 3 }, x: {} } }],
     [
       'fatal_error',

@@ -13,6 +13,22 @@ export interface Hello {
   readonly [field: string]: unknown;
 }
 
+/** The session a hello's meta carries (SPEC §12.1, §12.3): nothing for a legacy connection. */
+export interface HelloMeta {
+  /** The token and window of a resumable session; null when the gateway gave none. */
+  readonly resume: { readonly token: string; readonly windowSeconds: number } | null;
+  /** The hello resumed the session the client offered. */
+  readonly resumed: boolean;
+  /** Topics (dotted) whose missed messages could not be replayed. */
+  readonly lost: readonly string[];
+}
+
+/** A message's place in its topic's history (SPEC §12.4): only on resumable connections. */
+export interface MessagePosition {
+  readonly offset: number;
+  readonly epoch: string;
+}
+
 /** A call's request id: the client numbers its calls; probes use strings. */
 export type RequestId = number | string;
 
@@ -21,10 +37,10 @@ export type LatticeData = Readonly<Record<string, Readonly<Record<string, unknow
 
 /** One frame from the gateway, or `unknown` for a shape this client does not know (ignored). */
 export type ServerFrame =
-  | { readonly type: 'hello'; readonly hello: Hello }
+  | { readonly type: 'hello'; readonly hello: Hello; readonly meta: HelloMeta }
   | { readonly type: 'result'; readonly requestId: RequestId; readonly data: unknown }
   | { readonly type: 'error'; readonly requestId: RequestId | null; readonly error: CallErrorInfo }
-  | { readonly type: 'message'; readonly topic: string; readonly data: unknown }
+  | { readonly type: 'message'; readonly topic: string; readonly data: unknown; readonly position: MessagePosition | null }
   | { readonly type: 'lattice'; readonly namespace: string; readonly data: LatticeData }
   | { readonly type: 'fatal_error'; readonly errorKind: string; readonly status: number | null; readonly data: unknown }
   | { readonly type: 'unknown' };
@@ -46,13 +62,13 @@ export function parseServerFrame(text: string): ServerFrame {
   const [type, meta, data] = value as [string, Record<string, unknown>, unknown];
   switch (type) {
     case 'hello':
-      return isObject(data) && typeof data.user_id === 'string' ? { type, hello: data as unknown as Hello } : UNKNOWN;
+      return isObject(data) && typeof data.user_id === 'string' ? { type, hello: data as unknown as Hello, meta: helloMetaOf(meta) } : UNKNOWN;
     case 'result':
       return isRequestId(meta.request_id) ? { type, requestId: meta.request_id, data } : UNKNOWN;
     case 'error':
       return { type, requestId: isRequestId(meta.request_id) ? meta.request_id : null, error: callErrorInfoOf(meta, data) };
     case 'message':
-      return typeof meta.topic === 'string' ? { type, topic: meta.topic, data } : UNKNOWN;
+      return typeof meta.topic === 'string' ? { type, topic: meta.topic, data, position: positionOf(meta) } : UNKNOWN;
     case 'lattice':
       return typeof meta.namespace === 'string' && isLatticeData(data) ? { type, namespace: meta.namespace, data } : UNKNOWN;
     case 'fatal_error':
@@ -60,6 +76,25 @@ export function parseServerFrame(text: string): ServerFrame {
     default:
       return UNKNOWN;
   }
+}
+
+/** A token longer than this is not one a gateway issues (they are 32 characters): ignored. */
+const MAX_TOKEN_LENGTH = 512;
+const LEGACY_META: HelloMeta = { resume: null, resumed: false, lost: [] };
+
+/** SPEC §12.1, §12.3: the hello meta; anything malformed reads as no session. */
+function helloMetaOf(meta: Record<string, unknown>): HelloMeta {
+  const { resume, resumed, lost } = meta;
+  if (!isObject(resume) || typeof resume.token !== 'string' || resume.token === '' || resume.token.length > MAX_TOKEN_LENGTH) return LEGACY_META;
+  const windowSeconds = typeof resume.window === 'number' && resume.window > 0 ? resume.window : 0;
+  const lostTopics = Array.isArray(lost) ? lost.filter((topic): topic is string => typeof topic === 'string') : [];
+  return { resume: { token: resume.token, windowSeconds }, resumed: resumed === true, lost: lostTopics };
+}
+
+/** SPEC §12.4: `offset` (a positive integer) and `epoch` (a non-empty string), or null. */
+function positionOf(meta: Record<string, unknown>): MessagePosition | null {
+  const { offset, epoch } = meta;
+  return Number.isSafeInteger(offset) && (offset as number) >= 0 && typeof epoch === 'string' && epoch !== '' ? { offset: offset as number, epoch } : null;
 }
 
 /** SPEC §4.3: an `error` frame's meta and data as a call error. */

@@ -3,75 +3,13 @@ import { ConnectionClosedError } from './closed-error';
 import { FatalError } from './fatal-error';
 import type { ClientOptions, ConnectionStatus, Disconnect } from './client-options';
 import { GatewayClient } from './gateway-client';
-import type { WebSocketLike } from './websocket-like';
+import { rejection, ScriptedSocket } from './testing/scripted-socket';
 
 /**
  * The client's frame handling and connection state machine, driven through
  * the injectable WebSocket with a scripted socket and jest's fake clock.
  * (The same behaviour against the real gateway: test/e2e/client-sdk.e2e-spec.ts.)
  */
-class ScriptedSocket implements WebSocketLike {
-  static all: ScriptedSocket[] = [];
-  readonly sent: unknown[] = [];
-  readonly protocol = 'v1.gateway-lattice+json';
-  /** How the client let go of it: a close frame with this code, or terminate(). */
-  endedBy: number | 'terminate' | null = null;
-  onmessage: WebSocketLike['onmessage'] = null;
-  onclose: WebSocketLike['onclose'] = null;
-  onerror: WebSocketLike['onerror'] = null;
-  private readonly pingListeners: Array<() => void> = [];
-
-  constructor(
-    readonly url: string,
-    readonly protocols: string[],
-  ) {
-    ScriptedSocket.all.push(this);
-  }
-
-  static latest(): ScriptedSocket {
-    return ScriptedSocket.all[ScriptedSocket.all.length - 1];
-  }
-
-  send(data: string): void {
-    this.sent.push(JSON.parse(data));
-  }
-
-  close(code?: number): void {
-    this.endedBy = code ?? 1005;
-  }
-
-  terminate(): void {
-    this.endedBy = 'terminate';
-  }
-
-  on(_event: 'ping', listener: () => void): void {
-    this.pingListeners.push(listener);
-  }
-
-  receive(frame: unknown): void {
-    this.onmessage?.({ data: JSON.stringify(frame) });
-  }
-
-  hello(userId = 'alice'): void {
-    this.receive(['hello', {}, { user_id: userId }]);
-  }
-
-  ping(): void {
-    for (const listener of this.pingListeners) listener();
-  }
-
-  serverClose(code: number, reason = ''): void {
-    this.onclose?.({ code, reason });
-  }
-}
-
-async function rejection(promise: Promise<unknown>): Promise<unknown> {
-  return promise.then(
-    () => new Error('expected a rejection'),
-    (err: unknown) => err,
-  );
-}
-
 describe(GatewayClient.name, () => {
   let sut: GatewayClient;
   let statuses: ConnectionStatus[];
@@ -96,10 +34,10 @@ describe(GatewayClient.name, () => {
     jest.useRealTimers();
   });
 
-  it('offers the gateway subprotocol first, the swindon one as fallback, and resolves connect() with hello', async () => {
+  it('offers the gateway subprotocol first, the swindon one as fallback, then gateway-resume, and resolves connect() with hello', async () => {
     start();
     const connected = sut.connect();
-    expect(ScriptedSocket.latest().protocols).toEqual(['v1.gateway-lattice+json', 'v1.swindon-lattice+json']);
+    expect(ScriptedSocket.latest().protocols).toEqual(['v1.gateway-lattice+json', 'v1.swindon-lattice+json', 'gateway-resume']);
     ScriptedSocket.latest().hello();
     await expect(connected).resolves.toEqual({ user_id: 'alice' });
     expect(statuses).toEqual(['connecting', 'connected']);

@@ -6,11 +6,12 @@ import { backoffDelayMs } from './backoff';
 import { callError } from './call-error';
 import { settingsOf, type ClientEvents, type ClientOptions, type ConnectionStatus, type Settings } from './client-options';
 import { ConnectionClosedError } from './closed-error';
-import { FatalError } from './fatal-error';
-import { encodeCall, parseServerFrame, PROBE_METHOD, type Hello } from './frames';
+import { CLOSE_SERVICE_RESTART, FatalError, RESTART_JITTER_MS, STOP_CLOSE_CODES } from './fatal-error';
+import { encodeCall, parseServerFrame, PROBE_METHOD, type Hello, type HelloMeta, type MessagePosition } from './frames';
 import { LatticeMirror } from './lattice-mirror';
 import { Listeners } from './listeners';
 import { PendingCalls, type CallOptions } from './pending-calls';
+import { ResumeSession } from './resume-session';
 import { USERS_NAMESPACE, UsersMirror } from './users-mirror';
 import { Watchdog } from './watchdog';
 import type { WebSocketLike } from './websocket-like';
@@ -28,10 +29,12 @@ export class GatewayClient {
   private readonly mirrors = new Map<string, LatticeMirror>();
   private readonly usersMirror = new UsersMirror();
   private readonly watchdog: Watchdog;
+  private readonly session: ResumeSession;
   private readonly events: { [E in keyof ClientEvents]: Listeners<ClientEvents[E]> } = {
     status: new Listeners(),
     hello: new Listeners(),
     reconnected: new Listeners(),
+    resumed: new Listeners(),
     disconnect: new Listeners(),
   };
   private readonly waiters: Array<{ resolve: (hello: Hello) => void; reject: (error: Error) => void }> = [];
@@ -54,6 +57,7 @@ export class GatewayClient {
     options: ClientOptions = {},
   ) {
     this.settings = settingsOf(options);
+    this.session = new ResumeSession(this.settings.resume);
     const { pingIntervalMs, probe } = this.settings;
     this.watchdog = new Watchdog(pingIntervalMs, probe, () => this.sendProbe(), () => this.abandon('no traffic for 3 ping intervals'));
     this.mirrors.set(USERS_NAMESPACE, this.usersMirror.lattice);
@@ -92,8 +96,12 @@ export class GatewayClient {
     return hello;
   }
 
-  /** Stop: close the socket, settle every call with `connection_lost`, status `closed`. */
+  /**
+   * Stop: close the socket (a goodbye: the gateway ends the session), settle
+   * every call with `connection_lost`, status `closed`. Nothing reaches the app after it.
+   */
   close(): void {
+    this.session.end();
     if (!this.isStopped) this.stop(null, new ConnectionClosedError(1000, 'closed by the client'));
   }
 
@@ -146,13 +154,14 @@ export class GatewayClient {
     let socket: WebSocketLike;
     try {
       const url = typeof this.url === 'function' ? this.url() : this.url;
-      socket = new this.settings.WebSocket(url, [...this.settings.protocols]) as WebSocketLike;
+      socket = new this.settings.WebSocket(url, this.session.protocolsAt(Date.now(), this.settings.protocols)) as WebSocketLike;
     } catch (err) {
       return this.lost(1006, err instanceof Error ? err.message : String(err));
     }
     this.socket = socket;
+    const isCurrent = (): boolean => this.socket === socket;
     socket.onmessage = (event) => {
-      if (this.socket === socket) this.onFrame(event.data);
+      if (isCurrent()) this.onFrame(isCurrent, event.data);
     };
     socket.onclose = (event) => {
       if (this.socket === socket) this.lost(event.code, event.reason);
@@ -165,13 +174,14 @@ export class GatewayClient {
     this.connectTimer = setTimeout(() => this.abandon('connect timeout'), this.settings.connectTimeoutMs);
   }
 
-  private onFrame(data: unknown): void {
+  /** One frame of the current socket; `isCurrent()` turns false once the socket is replaced or the client closed. */
+  private onFrame(isCurrent: () => boolean, data: unknown): void {
     if (typeof data !== 'string') return;
     this.watchdog.seen();
     const frame = parseServerFrame(data);
     switch (frame.type) {
       case 'hello':
-        return this.onHello(frame.hello);
+        return this.onHello(frame.hello, frame.meta);
       // Calls have number ids; probes have string ids ("probe-N"), and their replies only count as traffic.
       case 'result':
         if (typeof frame.requestId === 'number') this.calls.resolve(frame.requestId, frame.data);
@@ -180,7 +190,7 @@ export class GatewayClient {
         if (typeof frame.requestId === 'number') this.calls.reject(frame.requestId, frame.error);
         return;
       case 'message':
-        return this.topics.get(frame.topic)?.emit(frame.data, frame.topic);
+        return this.deliver(isCurrent, frame.topic, frame.data, frame.position);
       case 'lattice':
         return void this.lattice(frame.namespace).merge(frame.data);
       case 'fatal_error':
@@ -191,9 +201,20 @@ export class GatewayClient {
     }
   }
 
-  private onHello(hello: Hello): void {
+  /**
+   * SPEC §12.7: the topic's position advances before any handler runs; a
+   * replayed message already delivered is dropped; once the socket is
+   * replaced or the client closed (by a handler, too), nothing more is delivered.
+   */
+  private deliver(isCurrent: () => boolean, topic: string, data: unknown, position: MessagePosition | null): void {
+    if (!this.session.received(topic, position)) return;
+    this.topics.get(topic)?.emitWhile(isCurrent, data, topic);
+  }
+
+  private onHello(hello: Hello, meta: HelloMeta): void {
     this.clearConnectTimer();
     const isReconnect = this.hasHadHello;
+    const isResumed = this.session.greeted(meta);
     this.hasHadHello = true;
     this.currentHello = hello;
     this.attempt = 0;
@@ -203,7 +224,9 @@ export class GatewayClient {
     for (const call of this.calls.takeQueued()) this.send(call.frame);
     for (const waiter of this.waiters.splice(0)) waiter.resolve(hello);
     this.events.hello.emit(hello);
-    if (isReconnect) this.events.reconnected.emit(hello);
+    if (this.isStopped) return;
+    if (isResumed) this.events.resumed.emit({ lost: meta.lost });
+    else if (isReconnect) this.events.reconnected.emit(hello);
   }
 
   /** The connection ended (close event, or abandoned): retry or stop. */
@@ -211,16 +234,24 @@ export class GatewayClient {
     this.socket = null;
     this.clearConnectTimer();
     this.watchdog.stop();
+    this.session.lost(Date.now());
     const fatal = this.fatalFrame === null ? null : this.fatalOf(code);
     this.fatalFrame = null;
     this.lastFatal = fatal;
     this.calls.loseSent(fatal);
-    const shouldRetry = this.settings.reconnect && (fatal === null || this.settings.retryFatal(fatal));
+    // 4403 disconnected, 4409 session_resumed: the session is over or elsewhere, so is this client.
+    const isSessionOver = fatal === null && STOP_CLOSE_CODES.includes(code);
+    if (isSessionOver) this.session.end();
+    const shouldRetry = this.settings.reconnect && !isSessionOver && (fatal === null || this.settings.retryFatal(fatal));
     if (!shouldRetry) {
       this.stop(fatal, fatal ?? new ConnectionClosedError(code, reason));
       return this.events.disconnect.emit({ code, reason, fatal, retryInMs: null });
     }
-    const retryInMs = backoffDelayMs(this.attempt++, this.settings.random, this.settings.backoff);
+    // SPEC §12.5: a restarting gateway has detached the session; come back at once, spread by a jitter.
+    const isRestart = fatal === null && code === CLOSE_SERVICE_RESTART;
+    const retryInMs = isRestart
+      ? Math.floor(this.settings.random() * RESTART_JITTER_MS)
+      : backoffDelayMs(this.attempt++, this.settings.random, this.settings.backoff);
     this.retryTimer = setTimeout(() => this.open(), retryInMs);
     this.setStatus(this.hasHadHello ? 'reconnecting' : 'connecting');
     this.events.disconnect.emit({ code, reason, fatal, retryInMs });

@@ -1,18 +1,19 @@
 /**
  * Typed client for the lattice gateway (swindon's lattice protocol, renamed
- * `gateway`): calls, pub/sub, lattice and presence mirrors, reconnects.
+ * `gateway`): calls, pub/sub, lattice and presence mirrors, reconnects that resume the session.
  */
 import type { ClientOptions } from './client-options';
 import { GatewayClient } from './gateway-client';
 
 export { GatewayClient } from './gateway-client';
-export type { ClientEvents, ClientOptions, ConnectionStatus, Disconnect } from './client-options';
+export type { ClientEvents, ClientOptions, ConnectionStatus, Disconnect, Resumed } from './client-options';
 export type { CallOptions } from './pending-calls';
 export { callError, isCallError } from './call-error';
 export type { CallError, CallErrorInfo, CallErrorKind } from './call-error';
-export { FatalError, NO_RETRY_CLOSE_CODES, isRetryableFatal } from './fatal-error';
+export { FatalError, NO_RETRY_CLOSE_CODES, STOP_CLOSE_CODES, isRetryableFatal } from './fatal-error';
 export { ConnectionClosedError } from './closed-error';
 export { PROTOCOLS, PROBE_METHOD } from './frames';
+export { RESUME_SUBPROTOCOL } from './resume-offer';
 export type { Hello } from './frames';
 export { LatticeMirror } from './lattice-mirror';
 export type { JsonValue, LatticeChange, LatticeValues, RegisterValue, VariableValue } from './lattice-mirror';

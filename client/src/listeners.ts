@@ -1,3 +1,5 @@
+const always = (): boolean => true;
+
 /** A typed list of callbacks; `add` returns the function that removes the callback again. */
 export class Listeners<A extends unknown[]> {
   private readonly list = new Set<(...args: A) => void>();
@@ -19,7 +21,13 @@ export class Listeners<A extends unknown[]> {
    * the platform reports it (like an EventTarget listener's).
    */
   emit(...args: A): void {
+    this.emitWhile(always, ...args);
+  }
+
+  /** Like `emit`, but stops as soon as `isLive()` turns false (e.g. a listener closed the client). */
+  emitWhile(isLive: () => boolean, ...args: A): void {
     for (const listener of [...this.list]) {
+      if (!isLive()) return;
       try {
         listener(...args);
       } catch (err) {

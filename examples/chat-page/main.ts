@@ -49,8 +49,13 @@ async function join(user: string, room: string): Promise<void> {
       if (changes.some((change) => change.key === room)) showUnread();
     }),
     users.onChange(() => view.setMembers(users.list(), user)),
-    // A new connection starts with no subscriptions: join again (the backend re-sends state).
+    // A new session starts with no subscriptions: join again (the backend re-sends state).
     client.on('reconnected', () => void act(enter())),
+    // A resumed session kept its subscriptions and gets the missed messages, unless the room's
+    // history no longer had them: then load the room again (messages already shown are skipped).
+    client.on('resumed', ({ lost }) => {
+      if (lost.includes(`rooms.${room}`)) void act(enter());
+    }),
   ];
   const current: Session = {
     send: (text) => void act(client.call('chat.send', [room, text], {}, { active: ACTIVE_SECONDS }).then(() => view.clearComposer())),

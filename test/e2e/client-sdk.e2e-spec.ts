@@ -113,7 +113,7 @@ describe('client SDK against the real gateway', () => {
       expect(await client.call('rooms.echo', ['ok'])).toEqual({ args: ['ok'], kwargs: {} });
     });
 
-    it('reconnects after the gateway drops a client that stopped answering pings', async () => {
+    it('resumes its session after the gateway drops it for not answering pings', async () => {
       t = await startTestGateway({ PING_INTERVAL: '200ms' });
       /** A `ws` that never answers pings: the gateway sees a dead peer. */
       class DeafWebSocket extends WebSocket {
@@ -124,9 +124,10 @@ describe('client SDK against the real gateway', () => {
       const client = sdk.create(`${t.wsUrl}/?user=alice`, { WebSocket: DeafWebSocket, probe: false, pingIntervalMs: 60_000 });
       await client.connect();
       const disconnect = nextEvent(client, 'disconnect');
-      const reconnected = nextEvent(client, 'reconnected');
+      const resumed = nextEvent(client, 'resumed');
       expect((await disconnect)[0]).toMatchObject({ code: 1006, fatal: null });
-      await reconnected;
+      // SPEC §12.2: a ping timeout detaches the session; the client resumes it.
+      expect(await resumed).toEqual([{ lost: [] }]);
       expect(client.status).toBe('connected');
     });
 
@@ -213,7 +214,7 @@ describe('client SDK against the real gateway', () => {
       await first.close();
       first = null;
       expect(await inFlight).toMatchObject({ kind: 'connection_lost', sent: true, fatal: null });
-      expect(disconnects[0]).toMatchObject({ code: 1001 });
+      expect(disconnects[0]).toMatchObject({ code: 1012, reason: 'service_restart' }); // a resumable session: SPEC §12.5
       expect(client.status).toBe('reconnecting');
 
       const waiting = client.call('rooms.echo', ['queued'], {}, { timeoutMs: 20_000 });

@@ -1,6 +1,7 @@
 /** Bounded, event-based waits on the client SDK (client/src), for e2e specs (STYLE B10). */
+import * as net from 'node:net';
 import WebSocket from 'ws';
-import { GatewayClient, type ClientEvents, type ClientOptions } from '../../../client/src';
+import { GatewayClient, type ClientEvents, type ClientOptions, type WebSocketConstructor } from '../../../client/src';
 import { within } from './wait';
 
 /**
@@ -47,4 +48,121 @@ export function untilChange(subscribe: (listener: () => void) => () => void, che
       throw new Error(`${err.message}; last seen: ${JSON.stringify(describe())}`);
     })
     .finally(remove);
+}
+
+/** Every message a client delivers on `topic`, and a bounded wait for the count to reach n. */
+export interface CollectedMessages {
+  readonly seen: unknown[];
+  until(count: number, ms?: number): Promise<void>;
+}
+
+/** Collect what `client` delivers to the app on `topic` (registered through `onMessage`, like an app). */
+export function collectMessages(client: GatewayClient, topic: string): CollectedMessages {
+  const seen: unknown[] = [];
+  const listeners = new Set<() => void>();
+  client.onMessage(topic, (data) => {
+    seen.push(data);
+    for (const listener of [...listeners]) listener();
+  });
+  const subscribe = (listener: () => void): (() => void) => {
+    listeners.add(listener);
+    return () => void listeners.delete(listener);
+  };
+  return { seen, until: (count, ms = 5000) => untilChange(subscribe, () => seen.length >= count, `${count} messages on ${topic}`, () => seen, ms) };
+}
+
+/**
+ * The wire seen by SDK clients built with {@link WireLog.WebSocket}: the
+ * subprotocols each socket offered and the frames it received, parsed.
+ */
+export class WireLog {
+  readonly sockets: Array<{ readonly protocols: string[]; readonly frames: unknown[] }> = [];
+  readonly WebSocket: WebSocketConstructor;
+
+  constructor() {
+    const sockets = this.sockets;
+    this.WebSocket = class RecordingWebSocket extends WebSocket {
+      constructor(url: string, protocols: string[]) {
+        super(url, protocols);
+        const frames: unknown[] = [];
+        sockets.push({ protocols, frames });
+        this.on('message', (data: Buffer) => frames.push(JSON.parse(data.toString('utf8'))));
+      }
+    };
+  }
+
+  /** The first frame (the hello) the `n`-th socket received. */
+  helloOf(n: number): [string, Record<string, unknown>, unknown] {
+    const hello = this.sockets[n]?.frames[0] as [string, Record<string, unknown>, unknown] | undefined;
+    if (hello?.[0] !== 'hello') throw new Error(`socket ${n} got no hello: ${JSON.stringify(this.sockets[n])}`);
+    return hello;
+  }
+}
+
+/**
+ * A TCP proxy between SDK clients and a gateway, to cut connections the way a
+ * network does: `block()` destroys every connection (no close frame, as a
+ * lost network) and refuses new ones until `unblock()`; `targetPort` may be
+ * switched to another gateway for the next connections.
+ */
+export class TcpProxy {
+  private readonly pairs = new Set<readonly [net.Socket, net.Socket]>();
+  private isBlocked = false;
+
+  private constructor(
+    private readonly server: net.Server,
+    public targetPort: number,
+  ) {
+    server.on('connection', (client) => this.accept(client));
+  }
+
+  static async start(targetPort: number): Promise<TcpProxy> {
+    const server = net.createServer();
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    return new TcpProxy(server, targetPort);
+  }
+
+  get port(): number {
+    return (this.server.address() as net.AddressInfo).port;
+  }
+
+  /** How many client connections are proxied now. */
+  get connections(): number {
+    return this.pairs.size;
+  }
+
+  /** Cut every connection now, both ways, and refuse new ones until `unblock()`. */
+  block(): void {
+    this.isBlocked = true;
+    for (const [client, upstream] of this.pairs) {
+      client.destroy();
+      upstream.destroy();
+    }
+    this.pairs.clear();
+  }
+
+  unblock(): void {
+    this.isBlocked = false;
+  }
+
+  async close(): Promise<void> {
+    this.block();
+    await new Promise<void>((resolve) => this.server.close(() => resolve()));
+  }
+
+  private accept(client: net.Socket): void {
+    if (this.isBlocked) return void client.destroy();
+    const upstream = net.connect(this.targetPort, '127.0.0.1');
+    const pair = [client, upstream] as const;
+    this.pairs.add(pair);
+    const end = (): void => {
+      this.pairs.delete(pair);
+      client.destroy();
+      upstream.destroy();
+    };
+    client.on('error', end).on('close', end);
+    upstream.on('error', end).on('close', end);
+    client.pipe(upstream);
+    upstream.pipe(client);
+  }
 }
