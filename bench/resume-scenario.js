@@ -12,13 +12,15 @@
 //      memory per connection as in the idle scenario; then closed with 1000
 //      (a goodbye: a resumable session ends at once).
 //   2. fanout: M subscribers of `bench/fan` (as the fanout scenario), warm-up.
-//   3. resumable stack only: R resumable connections, each subscribed to its
-//      own topic (a resume restores it), for the cost rounds.
+//   3. R connections for the cost rounds: resumable ones each subscribed to its
+//      own topic (a resume restores it); legacy ones without subscription.
+//      Both servers so hold as many connections during fan-out.
 // Interleaved rounds (an uncounted warm-up round first), each:
-//   - fanout afap: publishes as fast as possible, 4 in flight (server CPU measured);
-//   - cost: legacy stack: R new connections with authorization (as the connect
-//     scenario: concurrency per worker, rate from the first upgrade to the last
-//     hello), then closed (not measured). Resumable stack: the R connections are
+//   - fanout afap: after a full GC, publishes as fast as possible, 4 in flight (server CPU measured);
+//   - cost: legacy stack: its R connections closed with 1000 (not measured),
+//     then R new connections with authorization (as the connect scenario:
+//     concurrency per worker, rate from the first upgrade to the last hello).
+//     Resumable stack: the R connections are
 //     dropped without a close frame, the driver waits until the server counts R
 //     detached sessions (gateway_sessions_detached), then all R resume with their
 //     latest token (measured: rate, socket open to resumed hello, server CPU).
@@ -100,8 +102,11 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       const url = `${stack.server.api}/v1/publish/bench/fan`;
       await sleep(300);
       await deliveryRound(stack, opts, cfg.fanout.warmup, true, () => postMany(url, cfg.fanout.warmup, cfg.fanout.afap.inflight, null, publishBody));
-      let resOpen = { opened: 0, failed: 0 };
-      if (isResumable(stack)) resOpen = await openAll(stack, cfg.resumes.perRound, { topic: 'user/{user}', userPrefix: 'r', group: 'res', resumable: true }, opts);
+      // R connections on both sides, so both servers hold as many during fan-out: those the
+      // resumable side will drop and resume, those the legacy side will replace by new ones.
+      const resOpen = isResumable(stack)
+        ? await openAll(stack, cfg.resumes.perRound, { topic: 'user/{user}', userPrefix: 'r', group: 'res', resumable: true }, opts)
+        : await openAll(stack, cfg.resumes.perRound, { userPrefix: 'cs', group: 'conn' }, opts);
       return { idle, fanOpen: strip(fanOpen), resOpen: strip(resOpen), url };
     },
 
@@ -109,6 +114,8 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
 
     async round(stack, cfg, opts, state, r) {
       const count = Math.ceil(cfg.fanout.afap.count / cfg.rounds);
+      // A full GC first: the garbage of the previous round's handshakes (this stack ran last) is not billed to fan-out.
+      await stack.server.request({ probe: 'mem', gc: true }, 30_000);
       const afap = await measured(stack, () => deliveryRound(stack, opts, count, true, () => postMany(state.url, count, cfg.fanout.afap.inflight, null, publishBody)));
       const costOpts = { ...opts, openConcurrency: cfg.resumes.concurrency };
       let cost;
@@ -118,8 +125,8 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
         await untilDetached(stack, detachedBefore + dropped.reduce((s, d) => s + d.dropped, 0), 10_000);
         cost = await measured(stack, () => openAll(stack, cfg.resumes.perRound, { cmd: 'resume', group: 'res' }, costOpts));
       } else {
-        cost = await measured(stack, () => openAll(stack, cfg.resumes.perRound, { userPrefix: `c${r}x`, group: 'conn' }, costOpts));
         await all(stack.workers, { cmd: 'goodbye', group: 'conn', code: 1000, timeoutMs: 30_000 }, 40_000);
+        cost = await measured(stack, () => openAll(stack, cfg.resumes.perRound, { userPrefix: `c${r}x`, group: 'conn' }, costOpts));
       }
       return { afap, cost };
     },
