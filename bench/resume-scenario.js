@@ -20,10 +20,10 @@
 //   - cost: legacy stack: its R connections closed with 1000 (not measured),
 //     then R new connections with authorization (as the connect scenario:
 //     concurrency per worker, rate from the first upgrade to the last hello).
-//     Resumable stack: the R connections are
-//     dropped without a close frame, the driver waits until the server counts R
-//     detached sessions (gateway_sessions_detached), then all R resume with their
-//     latest token (measured: rate, socket open to resumed hello, server CPU).
+//     Resumable stack: the R connections are dropped without a close frame,
+//     the driver waits until the server counts R more detached sessions
+//     (gateway_sessions_detached), then all R resume with their latest token
+//     (measured: rate, socket open to resumed hello, server CPU).
 
 const http = require('node:http');
 const { memoryOf, sleep } = require('./lib/stack');
