@@ -8,11 +8,20 @@
 // comparable across processes on one machine) embedded by the sender.
 //
 // Commands:
-//   open    {url, api, count, offset, concurrency, userPrefix, topic?, lattice?, ipBase, timeoutMs}
+//   open    {url, api, count, offset, concurrency, userPrefix, topic?, lattice?, ipBase, timeoutMs, resumable?, group?}
 //           open `count` connections (users <userPrefix><offset+i>), wait for hello (whose auth
 //           object carries the cid), then PUT the topic subscription / lattice subscription.
-//   expect  {perConn, sampleEvery}      zero the counters; frames from now on are counted
+//           resumable: also offer `gateway-resume` (SPEC §12.1) and keep the hello's resume token.
+//           group: a name for these connections (default ""), for the commands below.
+//   expect  {perConn, sampleEvery}      zero the counters; frames of group "" from now on are counted
 //   wait    {timeoutMs}                 resolve when every connection got perConn frames (or timeout)
+//   drop    {group}                     terminate the group's sockets without a close frame (a network
+//                                       loss: their sessions detach) and keep them for `resume`
+//   resume  {group, url, concurrency, ipBase, timeoutMs}  reconnect every dropped connection of the
+//           group offering `gateway-resume.<token, positions>`; a hello that is not `resumed: true`
+//           with the same cid counts as failed. Latency: socket open to the resumed hello.
+//   goodbye {group, code}               close the group's sockets with a close frame (1000 ends a
+//                                       resumable session at once) and wait for the server's answer
 //   rpc     {inflight, durationMs, sampleEvery}  closed-loop echo calls on every connection
 //   direct  {url, inflight, maxSockets, durationMs, authorization}  POST /echo straight to the upstream (the limit)
 //   close   {}                          terminate every socket
@@ -22,14 +31,17 @@ const { performance } = require('node:perf_hooks');
 const WebSocket = require('ws');
 
 const SUBPROTOCOL = 'v1.gateway-lattice+json';
+const RESUME_OPT_IN = 'gateway-resume'; // SPEC §12.1
 const WORKER = Number(process.env.BENCH_WORKER_INDEX || 0);
 const now = () => performance.timeOrigin + performance.now();
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 const apiAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 const PAD = 'x'.repeat(40);
 
-/** Ready connections: {ws, cid, user, n, seq, out}. */
+/** Ready connections: {ws, cid, user, group, token, n, seq, out}. */
 const conns = [];
+/** Connections dropped by `drop`, by group, waiting for `resume`. */
+const dropped = new Map();
 let unexpectedCloses = 0;
 let isClosing = false;
 
@@ -50,6 +62,7 @@ let rpcOk = 0;
 let rpcErrors = 0;
 
 function onFrame(conn, data) {
+  if (conn.group !== '') return; // only group "" is counted (expect/wait); others get no traffic
   received++;
   conn.n++;
   lastAt = now();
@@ -64,7 +77,17 @@ function onFrame(conn, data) {
 
 // ---- open -----------------------------------------------------------------
 
-function httpCall(method, url, body) {
+/**
+ * One /v1 request; its status, 0 on a connection error. A connection error is
+ * retried once: a keep-alive socket the server closed for idleness (5 s)
+ * can be picked at the moment it closes, and every bench request is idempotent.
+ */
+async function httpCall(method, url, body) {
+  const status = await httpCallOnce(method, url, body);
+  return status === 0 ? httpCallOnce(method, url, body) : status;
+}
+
+function httpCallOnce(method, url, body) {
   return new Promise((resolve) => {
     const headers = body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
     const req = http.request(url, { method, agent: apiAgent, headers }, (res) => {
@@ -83,7 +106,7 @@ function openOne(o, index) {
   const localAddress = `127.${o.ipBase}.${WORKER + 1}.${(index % 200) + 1}`;
   const startedAt = now();
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${o.url}?user=${user}`, SUBPROTOCOL, {
+    const ws = new WebSocket(`${o.url}?user=${user}`, o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL, {
       perMessageDeflate: false,
       skipUTF8Validation: true,
       handshakeTimeout: o.timeoutMs,
@@ -99,14 +122,16 @@ function openOne(o, index) {
     };
     ws.on('error', (err) => fail(err.code || err.message));
     ws.on('close', () => {
-      if (conn && !isClosing) unexpectedCloses++;
+      if (conn) noteClose(conn);
       else fail('closed before hello');
     });
     ws.once('message', async (data) => {
       const frame = JSON.parse(data);
       if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string') return fail('not hello: ' + String(data).slice(0, 80));
       const helloAt = now();
-      const c = { ws, cid: frame[2].cid, user, n: 0, seq: 0, out: 0 };
+      const token = frame[1].resume ? frame[1].resume.token : null;
+      if (o.resumable && typeof token !== 'string') return fail('hello without a resume token');
+      const c = { ws, cid: frame[2].cid, user, group: o.group || '', token, n: 0, seq: 0, out: 0, isLeaving: false };
       ws.on('message', (d) => onFrame(c, d));
       if (o.topic) {
         const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`);
@@ -125,6 +150,11 @@ function openOne(o, index) {
   });
 }
 
+/** A close the bench did not ask for (drop, goodbye and close ask) is a loss. */
+function noteClose(conn) {
+  if (!isClosing && !conn.isLeaving) unexpectedCloses++;
+}
+
 async function open(o) {
   let next = 0;
   let failed = 0;
@@ -135,7 +165,7 @@ async function open(o) {
   let lastHelloAt = 0;
   const lane = async () => {
     while (next < o.count) {
-      const r = await openOne(o, o.offset + next++);
+      const r = await (o.one ? o.one(next++) : openOne(o, o.offset + next++));
       if (!r.ok) {
         failed++;
         whys[r.why] = (whys[r.why] || 0) + 1;
@@ -151,18 +181,104 @@ async function open(o) {
   return { opened: o.count - failed, failed, whys, firstAt, lastHelloAt, lastReadyAt, helloMs };
 }
 
+// ---- resume (SPEC §12) ----------------------------------------------------
+
+const inGroup = (group) => conns.filter((c) => c.group === group);
+
+function removeGroup(group) {
+  const kept = conns.filter((c) => c.group !== group);
+  conns.length = 0;
+  conns.push(...kept);
+}
+
+/** Drop the group's sockets as a network loss does: no close frame, so their sessions detach. */
+function drop(o) {
+  const group = inGroup(o.group);
+  for (const c of group) {
+    c.isLeaving = true;
+    c.ws.terminate();
+  }
+  removeGroup(o.group);
+  dropped.set(o.group, [...(dropped.get(o.group) || []), ...group]);
+  return { dropped: group.length };
+}
+
+/** Reconnect dropped connection `old` with its token; ok only for a resumed hello of the same connection id. */
+function resumeOne(o, old, index) {
+  const localAddress = `127.${o.ipBase}.${WORKER + 1}.${(index % 200) + 1}`;
+  const offer = Buffer.from(JSON.stringify({ token: old.token, positions: {} })).toString('base64url');
+  const startedAt = now();
+  return new Promise((resolve) => {
+    const ws = new WebSocket(`${o.url}?user=${old.user}`, [SUBPROTOCOL, `${RESUME_OPT_IN}.${offer}`], {
+      perMessageDeflate: false,
+      skipUTF8Validation: true,
+      handshakeTimeout: o.timeoutMs,
+      localAddress,
+    });
+    let conn = null;
+    const fail = (why) => {
+      if (conn === null) {
+        conn = false;
+        ws.terminate();
+        resolve({ ok: false, why });
+      }
+    };
+    ws.on('error', (err) => fail(err.code || err.message));
+    ws.on('close', () => {
+      if (conn) noteClose(conn);
+      else fail('closed before hello');
+    });
+    ws.once('message', (data) => {
+      const frame = JSON.parse(data);
+      const helloAt = now();
+      if (frame[0] !== 'hello') return fail('not hello: ' + String(data).slice(0, 80));
+      const meta = frame[1];
+      if (meta.resumed !== true) return fail('not resumed');
+      if (frame[2].cid !== old.cid) return fail('resumed with another connection id');
+      if (!meta.resume || typeof meta.resume.token !== 'string') return fail('resumed hello without a new token');
+      const c = { ...old, ws, token: meta.resume.token, n: 0, seq: 0, out: 0, isLeaving: false };
+      ws.on('message', (d) => onFrame(c, d));
+      conn = c;
+      conns.push(c);
+      resolve({ ok: true, startedAt, helloAt, readyAt: helloAt });
+    });
+  });
+}
+
+/** Resume every dropped connection of the group (those that fail stay dropped no more: they are counted). */
+function resume(o) {
+  const todo = dropped.get(o.group) || [];
+  dropped.delete(o.group);
+  return open({ ...o, count: todo.length, one: (i) => resumeOne(o, todo[i], i) });
+}
+
+/** Close the group's sockets with `code` and wait (bounded) until each got the server's close frame. */
+async function goodbye(o) {
+  const group = inGroup(o.group);
+  removeGroup(o.group);
+  const deadline = sleep(o.timeoutMs || 10_000).then(() => 'timeout');
+  const closes = group.map((c) => {
+    c.isLeaving = true;
+    const closed = new Promise((resolve) => (c.ws.readyState === WebSocket.CLOSED ? resolve('closed') : c.ws.once('close', () => resolve('closed'))));
+    c.ws.close(o.code || 1000);
+    return Promise.race([closed, deadline]);
+  });
+  const outcomes = await Promise.all(closes);
+  return { closed: outcomes.filter((x) => x === 'closed').length, timedOut: outcomes.filter((x) => x === 'timeout').length };
+}
+
 // ---- counting -------------------------------------------------------------
 
 function expect(o) {
   received = 0;
   for (const c of conns) c.n = 0;
   perConnExpected = o.perConn;
-  expectedTotal = o.perConn * conns.length;
+  expectedTotal = o.perConn * inGroup('').length;
   sampleEvery = o.sampleEvery || 0;
   countdown = sampleEvery;
   samples = [];
   lastAt = 0;
-  return { connections: conns.length, expectedTotal };
+  return { connections: inGroup('').length, expectedTotal };
 }
 
 async function wait(o) {
@@ -180,7 +296,7 @@ async function wait(o) {
   await sleep(50);
   let short = 0;
   let extra = 0;
-  for (const c of conns) {
+  for (const c of inGroup('')) {
     if (c.n < perConnExpected) short += perConnExpected - c.n;
     else if (c.n > perConnExpected) extra += c.n - perConnExpected;
   }
@@ -283,6 +399,9 @@ const commands = {
   wait,
   rpc,
   direct,
+  drop,
+  resume,
+  goodbye,
   close() {
     isClosing = true;
     for (const c of conns) c.ws.terminate();

@@ -26,6 +26,7 @@ const PROFILES = {
     idle: [{ label: 'idle 5k', n: 5000 }],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 1000, durationMs: 5_000, rounds: 5 }],
     cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 600, inflight: 4 }],
+    resume: [{ label: 'resume 1k', rounds: 5, idle: { n: 5000 }, fanout: { n: 1000, warmup: 20, afap: { count: 600, inflight: 4 } }, resumes: { perRound: 1000, concurrency: 16 } }],
   },
   full: {
     workers: 4,
@@ -43,11 +44,15 @@ const PROFILES = {
     ],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 2000, durationMs: 20_000, rounds: 5 }],
     cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 50, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 2000, inflight: 4 }],
+    resume: [{ label: 'resume 2k', rounds: 5, idle: { n: 10_000 }, fanout: { n: 1000, warmup: 50, afap: { count: 2000, inflight: 4 } }, resumes: { perRound: 2000, concurrency: 16 } }],
   },
 };
-const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'api'];
-/** Scenarios run only when named with --only (api: the /v1 throughput of issue 12, its own targets). */
-const ON_REQUEST = new Set(['api']);
+const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume', 'api'];
+/**
+ * Scenarios run only when named with --only: api (the /v1 throughput of issue 12) and resume (the
+ * gateway against itself, SPEC §12, issue 19) have their own targets, and would lengthen the default run.
+ */
+const ON_REQUEST = new Set(['api', 'resume']);
 
 function parseArgs(argv) {
   const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false, tracing: false };
@@ -65,10 +70,10 @@ function parseArgs(argv) {
     else if (a === '--workers') args.workers = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,api] [--cpu-prof] [--pin] [--tracing] [--workers N]\n' +
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,api] [--cpu-prof] [--pin] [--tracing] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
-          '  --check     exit 1 when a target of issue 6 is missed (or a scenario was skipped)\n' +
-          '  --only      run only these scenarios (api runs only when named)\n' +
+          '  --check     exit 1 when a target is missed (or a scenario was skipped)\n' +
+          '  --only      run only these scenarios (api and resume run only when named)\n' +
           '  --cpu-prof  CPU-profile both servers during the measured rounds and heap-snapshot them in idle;\n' +
           '              summaries are printed, files go to bench/results/prof-<timestamp>/\n' +
           '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +
@@ -95,8 +100,17 @@ function parseArgs(argv) {
 /** Files a server needs beyond one per connection: stdio, listeners, its upstream pool (≤ 100 sockets), IPC, epoll. */
 const SERVER_SPARE_FILES = 512;
 
+/** Connections one server holds at most in scenario `name`. */
+function connectionsOf(name, cfg) {
+  if (name === 'connect') return Math.ceil((cfg.count * (cfg.rounds + 1)) / cfg.rounds) + cfg.warmup;
+  if (name === 'rpc' || name === 'api') return cfg.connections;
+  // resume: the idle set, or the subscribers with the connections being resumed or opened (and their predecessors closing).
+  if (name === 'resume') return Math.max(cfg.idle.n, cfg.fanout.n + 2 * cfg.resumes.perRound);
+  return cfg.n;
+}
+
 function filesFor(name, cfg, workers) {
-  const n = name === 'connect' ? Math.ceil((cfg.count * (cfg.rounds + 1)) / cfg.rounds) + cfg.warmup : name === 'rpc' || name === 'api' ? cfg.connections : cfg.n;
+  const n = connectionsOf(name, cfg);
   return { n, files: Math.max(n + SERVER_SPARE_FILES, Math.ceil(n / workers) + 256) };
 }
 

@@ -113,7 +113,10 @@ async function measured(stack, fn) {
 const all = (workers, msg, timeoutMs) => Promise.all(workers.map((w) => w.request(msg, timeoutMs)));
 const split = (total, parts) => Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
 
-/** Open `count` connections spread over the workers; each waits for hello, then subscribes as asked. */
+/**
+ * Open `count` connections spread over the workers; each waits for hello, then subscribes as asked.
+ * `extra.cmd: 'resume'` resumes instead the connections each worker dropped (see load-worker.js).
+ */
 async function openAll(stack, count, extra, opts) {
   const { workers, server } = stack;
   let offset = extra.offset || 0;
@@ -129,8 +132,8 @@ async function openAll(stack, count, extra, opts) {
   const firstAt = Math.min(...results.map((r) => r.firstAt));
   const lastHelloAt = Math.max(...results.map((r) => r.lastHelloAt));
   const lastReadyAt = Math.max(...results.map((r) => r.lastReadyAt));
-  const opened = count - failed;
-  if (failed > 0) process.stdout.write(`\n    ! ${stack.target}: ${failed} of ${count} connections failed to open: ${JSON.stringify(whys)}\n`);
+  const opened = results.reduce((s, r) => s + r.opened, 0);
+  if (failed > 0) process.stdout.write(`\n    ! ${stack.target}: ${failed} of ${opened + failed} connections failed to ${extra.cmd || 'open'}: ${JSON.stringify(whys)}\n`);
   return { opened, failed, whys, helloPerSec: (1000 * opened) / (lastHelloAt - firstAt), readyMs: lastReadyAt - firstAt, helloMs: results.flatMap((r) => r.helloMs) };
 }
 
@@ -454,7 +457,8 @@ function rows(name, label, res) {
       add('server CPU per connection', 'µs', (r) => r.serverCpuUsPerConn);
       break;
     case 'cluster':
-      out.push(...DEFS.cluster.rows(label, res, row));
+    case 'resume':
+      out.push(...DEFS[name].rows(label, res, row));
       break;
     case 'lattice':
       add('updates', '/s', (r) => r.updates.sendsPerSec);
@@ -467,12 +471,23 @@ function rows(name, label, res) {
   return out;
 }
 
-const DEFS = { fanout, rpc, idle, connect, lattice, api, cluster: require('./cluster-scenario').clusterScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) };
+const helpers = { openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency };
+const DEFS = {
+  fanout,
+  rpc,
+  idle,
+  connect,
+  lattice,
+  api,
+  cluster: require('./cluster-scenario').clusterScenario(helpers),
+  resume: require('./resume-scenario').resumeScenario(helpers),
+};
 
 /**
  * Run scenario `name` with config `cfg` on the baseline and the gateway (and
  * the upstream alone for rpc). For `cluster` the two columns are one gateway
- * node ("baseline") and two nodes on Redis ("gateway").
+ * node ("baseline") and two nodes on Redis ("gateway"); for `resume`, legacy
+ * clients ("baseline") and resumable ones ("gateway"), both on the gateway.
  */
 function run(name, cfg, opts) {
   const targets = DEFS[name].targets || (name === 'rpc' ? ['baseline', 'gateway', 'limit'] : ['baseline', 'gateway']);
