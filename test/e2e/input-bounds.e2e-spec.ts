@@ -26,7 +26,7 @@ describe('input bounds', () => {
         'the "authorization failed" log line',
       );
       expect(line).toMatchObject({ level: 'warn', reason: expect.stringMatching(/nested deeper than 128/) });
-      await untilMetric(t.apiUrl, 'gateway_auth_total{result="500"}', (n) => n === 1);
+      await untilMetric(t.apiUrl, 'gateway_auth_total{result="invalid_response"}', (n) => n === 1);
     });
 
     it('128 levels (the root object being level 1) is still a valid identity', async () => {
