@@ -282,7 +282,8 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       expect(await client.closed()).toEqual({ code: 1012, reason: 'service_restart' });
       expect(await legacy.client.closed()).toEqual({ code: 1001, reason: 'shutdown' });
       await closing;
-      await start(); // afterEach closes it
+      await t.upstream.close();
+      await start(); // afterEach closes this one
     });
 
     it('DELETE /v1/connection of a detached session ends it: it cannot be resumed', async () => {
