@@ -100,13 +100,17 @@ function httpCallOnce(method, url, body) {
   });
 }
 
-function openOne(o, index) {
-  const user = o.userPrefix + index;
-  // Spread source addresses over 127/8 so tens of thousands of sockets never run out of ports.
+/**
+ * One client socket (the bench's options; source addresses spread over 127/8 so tens of
+ * thousands of sockets never run out of ports). `accept(frame, ws)` turns the first frame
+ * into the connection, or throws the reason to refuse it. Resolves `{ok, why}` or
+ * `{ok, startedAt, helloAt, readyAt}`.
+ */
+function dial(o, user, protocols, index, accept) {
   const localAddress = `127.${o.ipBase}.${WORKER + 1}.${(index % 200) + 1}`;
   const startedAt = now();
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${o.url}?user=${user}`, o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL, {
+    const ws = new WebSocket(`${o.url}?user=${user}`, protocols, {
       perMessageDeflate: false,
       skipUTF8Validation: true,
       handshakeTimeout: o.timeoutMs,
@@ -126,27 +130,39 @@ function openOne(o, index) {
       else fail('closed before hello');
     });
     ws.once('message', async (data) => {
-      const frame = JSON.parse(data);
-      if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string') return fail('not hello: ' + String(data).slice(0, 80));
       const helloAt = now();
-      const token = frame[1].resume ? frame[1].resume.token : null;
-      if (o.resumable && typeof token !== 'string') return fail('hello without a resume token');
-      const c = { ws, cid: frame[2].cid, user, group: o.group || '', token, n: 0, seq: 0, out: 0, isLeaving: false };
-      ws.on('message', (d) => onFrame(c, d));
-      if (o.topic) {
-        const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`);
-        if (status !== 204) return fail('subscribe status ' + status);
-      }
-      if (o.lattice) {
-        const body = JSON.stringify({ shared: o.lattice.shared, private: { [user]: o.lattice.private } });
-        const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/lattices/${o.lattice.namespace}`, body);
-        if (status !== 204) return fail('lattice status ' + status);
+      let c;
+      try {
+        c = await accept(JSON.parse(data), ws);
+      } catch (why) {
+        return fail(String(why));
       }
       if (conn === false) return;
       conn = c;
       conns.push(c);
       resolve({ ok: true, startedAt, helloAt, readyAt: now() });
     });
+  });
+}
+
+function openOne(o, index) {
+  const user = o.userPrefix + index;
+  return dial(o, user, o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL, index, async (frame, ws) => {
+    if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string') throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
+    const token = frame[1].resume ? frame[1].resume.token : null;
+    if (o.resumable && typeof token !== 'string') throw 'hello without a resume token';
+    const c = { ws, cid: frame[2].cid, user, group: o.group || '', token, n: 0, seq: 0, out: 0, isLeaving: false };
+    ws.on('message', (d) => onFrame(c, d));
+    if (o.topic) {
+      const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`);
+      if (status !== 204) throw 'subscribe status ' + status;
+    }
+    if (o.lattice) {
+      const body = JSON.stringify({ shared: o.lattice.shared, private: { [user]: o.lattice.private } });
+      const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/lattices/${o.lattice.namespace}`, body);
+      if (status !== 204) throw 'lattice status ' + status;
+    }
+    return c;
   });
 }
 
@@ -205,43 +221,16 @@ function drop(o) {
 
 /** Reconnect dropped connection `old` with its token; ok only for a resumed hello of the same connection id. */
 function resumeOne(o, old, index) {
-  const localAddress = `127.${o.ipBase}.${WORKER + 1}.${(index % 200) + 1}`;
   const offer = Buffer.from(JSON.stringify({ token: old.token, positions: {} })).toString('base64url');
-  const startedAt = now();
-  return new Promise((resolve) => {
-    const ws = new WebSocket(`${o.url}?user=${old.user}`, [SUBPROTOCOL, `${RESUME_OPT_IN}.${offer}`], {
-      perMessageDeflate: false,
-      skipUTF8Validation: true,
-      handshakeTimeout: o.timeoutMs,
-      localAddress,
-    });
-    let conn = null;
-    const fail = (why) => {
-      if (conn === null) {
-        conn = false;
-        ws.terminate();
-        resolve({ ok: false, why });
-      }
-    };
-    ws.on('error', (err) => fail(err.code || err.message));
-    ws.on('close', () => {
-      if (conn) noteClose(conn);
-      else fail('closed before hello');
-    });
-    ws.once('message', (data) => {
-      const frame = JSON.parse(data);
-      const helloAt = now();
-      if (frame[0] !== 'hello') return fail('not hello: ' + String(data).slice(0, 80));
-      const meta = frame[1];
-      if (meta.resumed !== true) return fail('not resumed');
-      if (frame[2].cid !== old.cid) return fail('resumed with another connection id');
-      if (!meta.resume || typeof meta.resume.token !== 'string') return fail('resumed hello without a new token');
-      const c = { ...old, ws, token: meta.resume.token, n: 0, seq: 0, out: 0, isLeaving: false };
-      ws.on('message', (d) => onFrame(c, d));
-      conn = c;
-      conns.push(c);
-      resolve({ ok: true, startedAt, helloAt, readyAt: helloAt });
-    });
+  return dial(o, old.user, [SUBPROTOCOL, `${RESUME_OPT_IN}.${offer}`], index, (frame, ws) => {
+    if (frame[0] !== 'hello') throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
+    const meta = frame[1];
+    if (meta.resumed !== true) throw 'not resumed';
+    if (frame[2].cid !== old.cid) throw 'resumed with another connection id';
+    if (!meta.resume || typeof meta.resume.token !== 'string') throw 'resumed hello without a new token';
+    const c = { ...old, ws, token: meta.resume.token, n: 0, seq: 0, out: 0, isLeaving: false };
+    ws.on('message', (d) => onFrame(c, d));
+    return c;
   });
 }
 

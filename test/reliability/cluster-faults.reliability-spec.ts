@@ -3,7 +3,8 @@ import { ApiReply, apiReply, closeApiSockets } from './lib/api-reply';
 import { Frame, LoadClient, SEED, rng } from './lib/clients';
 import { GatewayProcess } from './lib/gateway';
 import { sized } from './lib/profile';
-import { RedisProcess } from './lib/redis-process';
+import { RedisServer } from '../e2e/harness/redis-server';
+import { redisUsage } from './lib/redis-usage';
 import { Checks, mib, record } from './lib/report';
 import { LoadUpstream } from './lib/upstream';
 
@@ -89,7 +90,7 @@ const hold = (ms: number): Promise<void> => new Promise((resolve) => setTimeout(
 const overlaps = (from: number, to: number, f: Fault): boolean => from <= f.end && to >= f.start;
 
 describe('cluster fault injection (issue 17)', () => {
-  let redis: RedisProcess;
+  let redis: RedisServer;
   let upstream: LoadUpstream;
   const slots: Slot[] = [];
   const clients = new Set<LoadClient>();
@@ -116,7 +117,7 @@ describe('cluster fault injection (issue 17)', () => {
     const checks = new Checks();
     const nemesis = rng(SEED);
     upstream = await LoadUpstream.start();
-    redis = await RedisProcess.start();
+    redis = await RedisServer.start();
     const ops: Op[] = [];
     const faults: Fault[] = [];
     /** How long each node restart took to log "gateway started" (ms). */
@@ -412,7 +413,7 @@ describe('cluster fault injection (issue 17)', () => {
     checks.check('no error-level log line', errorLines.length === 0, errorLines.slice(0, 5));
 
     // Redis stays bounded: keys per user, node and namespace, and little memory.
-    const usage = await redis.usage();
+    const usage = await redisUsage(redis.url);
     const nodeIdsEver = slots.reduce((n, slot) => n + slot.generation + 1, 0);
     const keyBound = MEMBERS + 2 * NODES + (NODES + 1) * NAMESPACES + 5 * (nodeIdsEver + 1) + 3 * NAMESPACES + 10;
     checks.check('Redis keys bounded', usage.keys <= keyBound, { keys: usage.keys, bound: keyBound, names: usage.keyNames.slice(0, 40) });

@@ -25,7 +25,8 @@ export class RedisServer {
 
   /** Start (again) on the same port and resolve once it answers PING. */
   async restart(ms = 5000): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'], { stdio: 'ignore' });
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'];
+    const child = spawn('redis-server', args, { stdio: 'ignore' });
     this.child = child;
     const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
     await within(Promise.race([this.untilPong(), failed]), `redis-server on port ${this.port} to answer PING`, ms);
@@ -35,10 +36,19 @@ export class RedisServer {
   async kill(): Promise<void> {
     const child = this.child;
     this.child = null;
-    if (child === null || child.exitCode !== null) return;
+    if (child === null || child.exitCode !== null || child.signalCode !== null) return;
     const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
+    child.kill('SIGKILL'); // also ends a paused (SIGSTOPped) server
     await within(exited, 'redis-server to exit', 5000);
+  }
+
+  /** SIGSTOP: every connection stays open, nothing is answered. */
+  pause(): void {
+    this.child?.kill('SIGSTOP');
+  }
+
+  resume(): void {
+    this.child?.kill('SIGCONT');
   }
 
   private async untilPong(): Promise<void> {

@@ -1,95 +1,17 @@
-import { ChildProcess, spawn } from 'node:child_process';
-import * as net from 'node:net';
 import Redis from 'ioredis';
-import { within } from '../../e2e/harness/wait';
 
-/**
- * A private `redis-server` on a free port for fault injection: killed and
- * started again empty (nothing on disk), or paused (SIGSTOP) and resumed, by
- * its PID. The shared Redis on 6379 is never touched.
- */
-export class RedisProcess {
-  private child: ChildProcess | null = null;
-
-  private constructor(readonly port: number) {}
-
-  get url(): string {
-    return `redis://127.0.0.1:${this.port}`;
+/** DBSIZE, used_memory and (up to 2,000) key names of the Redis at `url`, on a short-lived connection. */
+export async function redisUsage(url: string): Promise<{ keys: number; usedMemoryBytes: number; keyNames: string[] }> {
+  const redis = new Redis(url, { lazyConnect: true, maxRetriesPerRequest: 1 });
+  redis.on('error', () => undefined);
+  try {
+    await redis.connect();
+    const keys = await redis.dbsize();
+    const info = await redis.info('memory');
+    const usedMemoryBytes = Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? NaN);
+    const keyNames = keys <= 2000 ? await redis.keys('*') : [];
+    return { keys, usedMemoryBytes, keyNames };
+  } finally {
+    redis.disconnect();
   }
-
-  static async start(): Promise<RedisProcess> {
-    const server = new RedisProcess(await freePort());
-    await server.restart();
-    return server;
-  }
-
-  /** Start (again) on the same port, empty; resolves once it answers PING. */
-  async restart(ms = 5000): Promise<void> {
-    const child = spawn('redis-server', ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
-    this.child = child;
-    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
-    await within(Promise.race([this.untilPong(), failed]), `redis-server on port ${this.port} to answer PING`, ms);
-  }
-
-  /** SIGKILL by PID and wait for the exit. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = null;
-    if (child === null || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL'); // also ends a paused (SIGSTOPped) server
-    await within(exited, 'redis-server to exit', 5000);
-  }
-
-  /** SIGSTOP: every connection stays open, nothing is answered. */
-  pause(): void {
-    this.child?.kill('SIGSTOP');
-  }
-
-  resume(): void {
-    this.child?.kill('SIGCONT');
-  }
-
-  /** DBSIZE and used_memory, on a short-lived connection. */
-  async usage(): Promise<{ keys: number; usedMemoryBytes: number; keyNames: string[] }> {
-    const redis = new Redis(this.url, { lazyConnect: true, maxRetriesPerRequest: 1 });
-    redis.on('error', () => undefined);
-    try {
-      await redis.connect();
-      const keys = await redis.dbsize();
-      const info = await redis.info('memory');
-      const usedMemoryBytes = Number(/^used_memory:(\d+)/m.exec(info)?.[1] ?? NaN);
-      const keyNames = keys <= 2000 ? await redis.keys('*') : [];
-      return { keys, usedMemoryBytes, keyNames };
-    } finally {
-      redis.disconnect();
-    }
-  }
-
-  private async untilPong(): Promise<void> {
-    for (;;) {
-      const probe = new Redis(this.url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
-      probe.on('error', () => undefined);
-      try {
-        await probe.connect();
-        if ((await probe.ping()) === 'PONG') return;
-      } catch {
-        // not up yet
-      } finally {
-        probe.disconnect();
-      }
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
-  }
-}
-
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }
