@@ -9,7 +9,7 @@ const fs = require('node:fs');
 const os = require('node:os');
 const path = require('node:path');
 const { spawnSync } = require('node:child_process');
-const { BENCH, stopAll, killAllNow, setPlacement, setTracing } = require('./lib/stack');
+const { BENCH, stopAll, killAllNow, setPlacement, setTracing, setAgainst } = require('./lib/stack');
 const { textTable, markdownTable } = require('./lib/report');
 const { run, rows } = require('./scenarios');
 const { summarize } = require('./profile-summary');
@@ -55,7 +55,7 @@ const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume
 const ON_REQUEST = new Set(['api', 'resume']);
 
 function parseArgs(argv) {
-  const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false, tracing: false };
+  const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false, tracing: false, against: null };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--full') args.profile = 'full';
@@ -64,13 +64,14 @@ function parseArgs(argv) {
     else if (a === '--cpu-prof') args.cpuProfile = true;
     else if (a === '--pin') args.pin = true;
     else if (a === '--tracing') args.tracing = true;
+    else if (a === '--against') args.against = argv[++i] || '';
     else if (a === '--no-pin') args.pin = false;
     else if (a === '--only') args.only = (argv[++i] || '').split(',').filter(Boolean);
     else if (a.startsWith('--only=')) args.only = a.slice(7).split(',').filter(Boolean);
     else if (a === '--workers') args.workers = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,api] [--cpu-prof] [--pin] [--tracing] [--workers N]\n' +
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
           '  --check     exit 1 when a target is missed (or a scenario was skipped)\n' +
           '  --only      run only these scenarios (api and resume run only when named)\n' +
@@ -79,6 +80,8 @@ function parseArgs(argv) {
           '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +
           '  --tracing   the gateway traces every call (OTEL_TRACES_SAMPLER=always_on) to a local OTLP sink\n' +
           '              (bench/otlp-sink.js): compare with a run without it for the cost of tracing\n' +
+          '  --against   the baseline column is this build of the gateway (e.g. an earlier commit\'s\n' +
+          '              dist/main.js): ratios are then this gateway ÷ that one, measured in one run\n' +
           '  --workers   load-generator processes (default 4)\n',
       );
       process.exit(0);
@@ -206,6 +209,8 @@ async function main() {
   info.pinned = setPlacement(args.pin);
   setTracing(args.tracing);
   info.tracing = args.tracing;
+  if (args.against !== null) setAgainst(args.against);
+  info.against = args.against;
   process.stdout.write(`bench ${args.profile}: ${info.nproc} CPUs (${info.cpu}), Node ${info.node}, ${workers} load workers\n`);
 
   const startedAt = Date.now();
