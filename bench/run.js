@@ -73,7 +73,7 @@ function parseArgs(argv) {
       process.stdout.write(
         'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
-          '  --check     exit 1 when a target is missed (or a scenario was skipped)\n' +
+          '  --check     exit 1 when a target is missed (or a scenario failed or was skipped)\n' +
           '  --only      run only these scenarios (api and resume run only when named)\n' +
           '  --cpu-prof  CPU-profile both servers during the measured rounds and heap-snapshot them in idle;\n' +
           '              summaries are printed, files go to bench/results/prof-<timestamp>/\n' +
@@ -97,6 +97,14 @@ function parseArgs(argv) {
     }
   }
   return args;
+}
+
+/** The run's one-line verdict: a scenario that failed or was skipped is never "every target met". */
+function verdict(missed, failures, skipped) {
+  if (missed.length > 0) return `Targets missed: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}`;
+  if (failures.length > 0) return `${failures.length} scenario(s) FAILED (below); every target measured was met.`;
+  if (skipped.length > 0) return 'Every target measured was met; some scenarios were skipped (below).';
+  return 'Every target met.';
 }
 
 /** Open files one process needs for one scenario config (server: every socket; worker: its share). */
@@ -258,7 +266,7 @@ async function main() {
   const text = textTable(table);
   process.stdout.write('\n' + text + '\n\n');
   const missed = table.filter((r) => r.pass === false);
-  process.stdout.write(`${elapsedSec.toFixed(0)} s total. ` + (missed.length === 0 ? (skipped.length === 0 ? 'Every target met.\n' : 'Every target measured was met; some scenarios were skipped (below).\n') : `Targets missed: ${missed.map((r) => `${r.scenario} ${r.metric}`).join('; ')}\n`));
+  process.stdout.write(`${elapsedSec.toFixed(0)} s total. ` + verdict(missed, failures, skipped) + '\n');
   if (args.profile === 'quick' && elapsedSec > 180) process.stdout.write('note: the quick profile took over 3 minutes on this machine\n');
   for (const f of failures) process.stdout.write(`scenario failed: ${f}\n`);
   for (const f of skipped) process.stdout.write(`scenario ${f}\n`);
@@ -290,7 +298,7 @@ async function main() {
   process.stdout.write(`\nresults: ${path.relative(process.cwd(), base)}.json (.md)\n`);
 
   if (failures.length > 0) process.exit(1);
-  if (args.check && (missed.length > 0 || skipped.length > 0)) process.exit(1);
+  if (args.check && (missed.length > 0 || skipped.length > 0 || failures.length > 0)) process.exit(1);
 }
 
 process.on('SIGINT', () => {
