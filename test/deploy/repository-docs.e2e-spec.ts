@@ -18,7 +18,36 @@ function relativeLinks(file: string): string[] {
   return [...text.matchAll(/\]\(([^)\s]+)\)/g)].map((m) => m[1]).filter((target) => !/^([a-z]+:|#)/i.test(target));
 }
 
+/** The copies in docs/ of the documents beside the project (../shared), and the edits that make their links work here. */
+const SHARED = join(ROOT, '..', 'shared');
+const COPIES: ReadonlyArray<[string, string, ReadonlyArray<[string, string]>]> = [
+  [
+    'docs/protocol.md',
+    'SPEC.md',
+    [
+      ['`seed.md` ([`protocol-seed.md`](protocol-seed.md) in this repository)', '`seed.md` (beside this file)'],
+      ['are in [`cluster.md`](cluster.md).', 'are in `CLUSTER.md` beside this file.'],
+    ],
+  ],
+  ['docs/protocol-seed.md', 'seed.md', []],
+  ['docs/STYLE.md', 'STYLE.md', []],
+];
+
+/** A copy without its leading HTML comment, its link edits undone: the original's text. */
+function originalOf(copy: string, edits: ReadonlyArray<[string, string]>): string {
+  let text = readFileSync(join(ROOT, copy), 'utf8').replace(/^<!--[\s\S]*?-->\n/, '');
+  for (const [here, there] of edits) text = text.split(here).join(there);
+  return text;
+}
+
 describe('repository documentation', () => {
+  // The copies drift when the specification changes: this fails until they are refreshed.
+  // ../shared is beside the project on every developer's machine and in CI; a bare clone elsewhere skips.
+  const copyRows = existsSync(SHARED) || process.env.CI === 'true' ? it.each(COPIES) : it.skip.each(COPIES);
+  copyRows('%s is the current text of ../shared/%s', (copy, original, edits) => {
+    expect(originalOf(copy, edits)).toBe(readFileSync(join(SHARED, original), 'utf8'));
+  });
+
   it('finds the Markdown files', () => {
     expect(markdownFiles).toEqual(expect.arrayContaining(['README.md', 'CHANGELOG.md', 'docs/protocol.md', 'docs/operations.md']));
   });
