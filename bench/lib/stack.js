@@ -24,7 +24,7 @@ const SERVER_ARGS = { express: ['express'], node: ['node'] };
 /** Env of ours or the user's that would change what the gateway does; never passed on. */
 const DROPPED_ENV = ['GATEWAY_CONFIG', 'BACKEND_API_TOKEN', 'REDIS_URL', 'WS_PATH', 'ALLOWED_ORIGINS', 'REQUEST_ID_HEADER', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
 /** --tracing: every gateway started exports its spans (100% sampled) to its own bench/otlp-sink.js. */
-const tracing = { isOn: false, isBaselineGateway: false };
+const tracing = { isOn: false };
 
 function setTracing(isOn) {
   tracing.isOn = isOn;
@@ -33,11 +33,11 @@ function setTracing(isOn) {
 /**
  * --against <main.js>: the "baseline" column is another build of the gateway
  * (e.g. an earlier commit's dist/main.js), so a change is measured against it
- * in one run. It is started exactly as the gateway is (same env, tracing too).
+ * in one run. It gets the gateway's env but never --tracing: with a copy of
+ * this build, `--tracing --against` gives the cost of tracing in one run.
  */
 function setAgainst(mainJs) {
   SERVERS.baseline = path.resolve(mainJs);
-  tracing.isBaselineGateway = true;
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -212,8 +212,7 @@ async function startServer(target, upstreamUrl, extraEnv = {}) {
 
 async function startServerOnce(target, upstreamUrl, extraEnv) {
   const [port, apiPort] = [await freePort(), await freePort()];
-  const isGateway = target === 'gateway' || (target === 'baseline' && tracing.isBaselineGateway);
-  const otlpEnv = tracing.isOn && isGateway ? { OTEL_EXPORTER_OTLP_ENDPOINT: (await startOtlpSink()).url, OTEL_TRACES_SAMPLER: 'always_on' } : {};
+  const otlpEnv = tracing.isOn && target === 'gateway' ? { OTEL_EXPORTER_OTLP_ENDPOINT: (await startOtlpSink()).url, OTEL_TRACES_SAMPLER: 'always_on' } : {};
   const env = { ...process.env };
   for (const key of DROPPED_ENV) delete env[key];
   Object.assign(env, {
