@@ -165,7 +165,7 @@ function deployScenario({ openAll, measured, startStack, latency }) {
     const open = { opened: sum(started, (s) => s.opened), failed: sum(started, (s) => s.failed), whys: Object.assign({}, ...started.map((s) => s.whys)) };
     if (open.failed > 0) process.stdout.write(`\n    ! deploy: ${open.failed} of ${cfg.clients} clients failed to open: ${JSON.stringify(open.whys)}\n`);
     const users = Array.from({ length: cfg.clients }, (_, i) => `d${i}`);
-    const watch = await stack.deployWorkers[0].request({ cmd: 'watch', node: NODES - 1, users, timeoutMs: 30_000 }, 40_000);
+    const { id: _, ...watch } = await stack.deployWorkers[0].request({ cmd: 'watch', node: NODES - 1, users, timeoutMs: 30_000 }, 40_000);
 
     const publisher = startPublisher(() => stack.nodes, cfg.topics, cfg.rate);
     await sleep(cfg.leadMs);
