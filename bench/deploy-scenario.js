@@ -154,6 +154,29 @@ function deployScenario({ openAll, measured, startStack, latency }) {
     }
   }
 
+  /** Publishing from `leadMs` before the first SIGTERM until `tailMs` after every client is back, restart every node in turn. */
+  async function rollingRestart(stack, cfg) {
+    const publisher = startPublisher(() => stack.nodes, cfg.topics, cfg.rate);
+    try {
+      await sleep(cfg.leadMs);
+      const authBefore = await authorizations(stack);
+      const at = now();
+      const restarts = [];
+      for (let n = 0; n < NODES; n++) {
+        await publisher.markDown(n);
+        restarts.push(await restart(stack, n));
+        publisher.markUp(n);
+      }
+      const notSettled = await settled(stack, 60_000);
+      const deployMs = now() - at;
+      await sleep(cfg.tailMs);
+      return { authBefore, restarts, notSettled, deployMs, published: await publisher.stop() };
+    } catch (err) {
+      await publisher.stop(); // no publish outlives a failed run
+      throw err;
+    }
+  }
+
   async function deploy(stack, cfg, opts) {
     const nodeList = () => stack.nodes.map((n) => ({ url: n.url, api: n.api }));
     const per = Math.ceil(cfg.clients / DEPLOY_WORKERS);
@@ -167,20 +190,7 @@ function deployScenario({ openAll, measured, startStack, latency }) {
     const users = Array.from({ length: cfg.clients }, (_, i) => `d${i}`);
     const { id: _, ...watch } = await stack.deployWorkers[0].request({ cmd: 'watch', node: NODES - 1, users, timeoutMs: 30_000 }, 40_000);
 
-    const publisher = startPublisher(() => stack.nodes, cfg.topics, cfg.rate);
-    await sleep(cfg.leadMs);
-    const authBefore = await authorizations(stack);
-    const at = now();
-    const restarts = [];
-    for (let n = 0; n < NODES; n++) {
-      await publisher.markDown(n);
-      restarts.push(await restart(stack, n));
-      publisher.markUp(n);
-    }
-    const notSettled = await settled(stack, 60_000);
-    const deployMs = now() - at;
-    await sleep(cfg.tailMs);
-    const published = await publisher.stop();
+    const { authBefore, restarts, notSettled, deployMs, published } = await rollingRestart(stack, cfg);
     const reports = await all(stack.deployWorkers, { cmd: 'report', lastSeq: published.lastSeq, unpublished: published.unpublished, topics: cfg.topics, timeoutMs: opts.deliveryTimeoutMs }, opts.deliveryTimeoutMs + 10_000);
     const authDuring = (await authorizations(stack)) - authBefore;
     const resumeLat = latency(reports.flatMap((r) => r.resumeMs));

@@ -60,6 +60,7 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
   let backend: Server | null = null;
   let backendUrl = '';
   let browser: Browser | null = null;
+  let sender: { stop(): Promise<string[]> } | null = null;
   const pageErrors: string[] = [];
 
   const liveNodes = (first: number): ChildGateway[] => [first, 1 - first].filter((n) => !isDown[n]).map((n) => nodes[n]).filter((node) => node !== null);
@@ -100,6 +101,7 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
   }, 120_000);
 
   afterAll(async () => {
+    await sender?.stop(); // a failed test may leave it sending
     await browser?.close();
     await Promise.all(proxies.map((proxy) => proxy.close()));
     await Promise.all(nodes.map((node) => node?.stop()));
@@ -177,13 +179,13 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
     }
     expect([namesOn(0, [alice, bob]), namesOn(1, [alice, bob])]).toEqual([['alice'], ['bob']]);
 
-    const sender = startSender();
+    sender = startSender();
     for (const page of [alice, bob]) await page.locator('#messages .message .text', { hasText: /^carol says 1$/ }).waitFor({ timeout: UI_MS });
     // The rolling restart: node 1 (alice's), then node 2 (bob's, and alice's since node 1 stopped, unless she came back to node 1).
     expect(await restart(0, [alice, bob])).toBeGreaterThanOrEqual(1);
     expect(await restart(1, [alice, bob])).toBeGreaterThanOrEqual(1);
     const sent = await sender.stop();
-    expect(sent.length).toBeGreaterThan(10);
+    expect(sent.length).toBeGreaterThan(5);
 
     // No message lost, none twice, in order: each page ends up showing every message the backend accepted.
     const last = sent[sent.length - 1];
