@@ -33,6 +33,7 @@ const { startServer, startWorkers, sleep } = require('./lib/stack');
 const { startRedis } = require('./cluster-scenario');
 const { resumeCost } = require('./resume-scenario');
 const { httpStatus, now } = require('./lib/worker');
+const { addCounts } = require('./lib/report');
 
 const NODES = 3;
 const DEPLOY_WORKERS = 2;
@@ -185,7 +186,7 @@ function deployScenario({ openAll, measured, startStack, latency }) {
         w.request({ cmd: 'start', nodes: nodeList(), offset: i * per, count: Math.min(per, cfg.clients - i * per), topics: cfg.topics, concurrency: opts.openConcurrency, ipBase: stack.ipBase }, opts.openTimeoutMs),
       ),
     );
-    const open = { opened: sum(started, (s) => s.opened), failed: sum(started, (s) => s.failed), whys: Object.assign({}, ...started.map((s) => s.whys)) };
+    const open = { opened: sum(started, (s) => s.opened), failed: sum(started, (s) => s.failed), whys: addCounts(started.map((s) => s.whys)) };
     if (open.failed > 0) process.stdout.write(`\n    ! deploy: ${open.failed} of ${cfg.clients} clients failed to open: ${JSON.stringify(open.whys)}\n`);
     const users = Array.from({ length: cfg.clients }, (_, i) => `d${i}`);
     const { id: _, ...watch } = await stack.deployWorkers[0].request({ cmd: 'watch', node: NODES - 1, users, timeoutMs: 30_000 }, 40_000);

@@ -27,6 +27,7 @@
 
 const http = require('node:http');
 const { memoryOf, sleep } = require('./lib/stack');
+const { addCounts } = require('./lib/report');
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -102,7 +103,7 @@ function resumeCost({ openAll, measured, latency }) {
         perSecRounds: costs.map((c) => Math.round(c.helloPerSec)),
         done: costs.reduce((s, c) => s + c.opened, 0),
         failed: costs.reduce((s, c) => s + c.failed, 0),
-        whys: Object.assign({}, ...costs.map((c) => c.whys)),
+        whys: addCounts(costs.map((c) => c.whys)),
         p50: lat.p50,
         p99: lat.p99,
         serverCpuPct: median(costs.map((c) => c.serverCpuPct)),

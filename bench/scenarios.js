@@ -9,7 +9,7 @@
 const http = require('node:http');
 const path = require('node:path');
 const { startUpstream, startServer, startWorkers, memoryOf, cpuOf, sleep } = require('./lib/stack');
-const { latency, row } = require('./lib/report');
+const { latency, row, addCounts } = require('./lib/report');
 const { httpStatus } = require('./lib/worker');
 const { api, apiRows } = require('./api-scenario');
 
@@ -129,7 +129,7 @@ async function openAll(stack, count, extra, opts) {
     }),
   );
   const failed = results.reduce((s, r) => s + r.failed, 0);
-  const whys = Object.assign({}, ...results.map((r) => r.whys));
+  const whys = addCounts(results.map((r) => r.whys));
   const firstAt = Math.min(...results.map((r) => r.firstAt));
   const lastHelloAt = Math.max(...results.map((r) => r.lastHelloAt));
   const lastReadyAt = Math.max(...results.map((r) => r.lastReadyAt));
