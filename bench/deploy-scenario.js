@@ -132,7 +132,9 @@ function deployScenario({ openAll, measured, startStack, latency }) {
     const at = now();
     const exited = new Promise((resolve) => node.proc.once('exit', (code, signal) => resolve({ code, signal })));
     node.proc.kill('SIGTERM');
-    let exit = await Promise.race([exited, sleep(30_000).then(() => null)]);
+    let timer;
+    let exit = await Promise.race([exited, new Promise((resolve) => (timer = setTimeout(resolve, 30_000, null)))]);
+    clearTimeout(timer);
     if (exit === null) {
       node.proc.kill('SIGKILL');
       exit = { ...(await exited), killed: true };
