@@ -150,4 +150,4 @@ function clusterScenario({ openAll, postMany, deliveryRound, measured, summarize
   };
 }
 
-module.exports = { clusterScenario };
+module.exports = { clusterScenario, startRedis };

@@ -27,15 +27,9 @@
 //   close   {}                          terminate every socket
 
 const http = require('node:http');
-const { performance } = require('node:perf_hooks');
 const WebSocket = require('ws');
+const { SUBPROTOCOL, RESUME_OPT_IN, WORKER, now, sleep, httpCaller, serve } = require('./lib/worker');
 
-const SUBPROTOCOL = 'v1.gateway-lattice+json';
-const RESUME_OPT_IN = 'gateway-resume'; // SPEC §12.1
-const WORKER = Number(process.env.BENCH_WORKER_INDEX || 0);
-const now = () => performance.timeOrigin + performance.now();
-const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
-const apiAgent = new http.Agent({ keepAlive: true, maxSockets: 8 });
 const PAD = 'x'.repeat(40);
 
 /** Ready connections: {ws, cid, user, group, token, n, seq, out}. */
@@ -77,28 +71,8 @@ function onFrame(conn, data) {
 
 // ---- open -----------------------------------------------------------------
 
-/**
- * One /v1 request; its status, 0 on a connection error. A connection error is
- * retried once: a keep-alive socket the server closed for idleness (5 s)
- * can be picked at the moment it closes, and every bench request is idempotent.
- */
-async function httpCall(method, url, body) {
-  const status = await httpCallOnce(method, url, body);
-  return status === 0 ? httpCallOnce(method, url, body) : status;
-}
-
-function httpCallOnce(method, url, body) {
-  return new Promise((resolve) => {
-    const headers = body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
-    const req = http.request(url, { method, agent: apiAgent, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve(0));
-    req.end(body);
-  });
-}
+/** One /v1 request; its status, 0 on a connection error (retried once). */
+const httpCall = httpCaller(8);
 
 /**
  * One client socket (the bench's options; source addresses spread over 127/8 so tens of
@@ -399,13 +373,4 @@ const commands = {
   },
 };
 
-process.on('message', (msg) => {
-  const command = commands[msg.cmd];
-  Promise.resolve()
-    .then(() => command(msg))
-    .then(
-      (result) => process.send({ ...result, id: msg.id }),
-      (err) => process.send({ id: msg.id, error: String(err && err.stack) }),
-    );
-});
-process.on('disconnect', () => process.exit(0));
+serve(commands);

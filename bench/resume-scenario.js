@@ -27,6 +27,7 @@
 
 const http = require('node:http');
 const { memoryOf, sleep } = require('./lib/stack');
+const { addCounts } = require('./lib/report');
 
 const median = (xs) => {
   const s = [...xs].sort((a, b) => a - b);
@@ -63,10 +64,69 @@ async function untilDetached(stack, count, timeoutMs) {
   }
 }
 
+/**
+ * The cost of a resume against a new connect on one gateway node (SPEC §12.3):
+ * the measure of the resume scenario, also run on one node of a cluster by the
+ * deploy scenario. `resumable` picks the side: the resumable side opens R
+ * connections each subscribed to its own topic (group "res"), drops them
+ * without a close frame and resumes them all with their latest token; the
+ * legacy side (group "conn") closes its R connections with 1000 and opens R
+ * new ones (with authorization). `stack.server` is the node measured.
+ */
+function resumeCost({ openAll, measured, latency }) {
+  const all = (workers, msg, timeoutMs) => Promise.all(workers.map((w) => w.request(msg, timeoutMs)));
+  return {
+    /** The R connections of one side, before the rounds. */
+    open(stack, cfg, opts, resumable) {
+      return resumable
+        ? openAll(stack, cfg.resumes.perRound, { topic: 'user/{user}', userPrefix: 'r', group: 'res', resumable: true }, opts)
+        : openAll(stack, cfg.resumes.perRound, { userPrefix: 'cs', group: 'conn' }, opts);
+    },
+
+    /** One measured round: R resumes, or R new connects. `r` names the new users of the legacy side. */
+    async round(stack, cfg, opts, r, resumable) {
+      const costOpts = { ...opts, openConcurrency: cfg.resumes.concurrency };
+      if (resumable) {
+        const detachedBefore = await metricOf(stack.server.api, 'gateway_sessions_detached');
+        const dropped = await all(stack.workers, { cmd: 'drop', group: 'res' }, 10_000);
+        await untilDetached(stack, detachedBefore + dropped.reduce((s, d) => s + d.dropped, 0), 10_000);
+        return measured(stack, () => openAll(stack, cfg.resumes.perRound, { cmd: 'resume', group: 'res' }, costOpts));
+      }
+      await all(stack.workers, { cmd: 'goodbye', group: 'conn', code: 1000, timeoutMs: 30_000 }, 40_000);
+      return measured(stack, () => openAll(stack, cfg.resumes.perRound, { userPrefix: `c${r}x`, group: 'conn' }, costOpts));
+    },
+
+    summarize(costs) {
+      const lat = latency(costs.flatMap((c) => c.helloMs));
+      return {
+        perSec: median(costs.map((c) => c.helloPerSec)),
+        perSecRounds: costs.map((c) => Math.round(c.helloPerSec)),
+        done: costs.reduce((s, c) => s + c.opened, 0),
+        failed: costs.reduce((s, c) => s + c.failed, 0),
+        whys: addCounts(costs.map((c) => c.whys)),
+        p50: lat.p50,
+        p99: lat.p99,
+        serverCpuPct: median(costs.map((c) => c.serverCpuPct)),
+        serverCpuUsPerOp: median(costs.map((c) => (1000 * c.serverCpuMs) / c.opened)),
+      };
+    },
+
+    /** Rows of `cost` (summarize's) with `open` (the R connections' set-up): gateway = resumes, baseline = connects. */
+    rows(add, what) {
+      add(`resumes vs connects + auth${what}`, '/s', (x) => x.cost.perSec, { op: '>=', value: 3 });
+      add('resumed hello vs hello p50', 'ms', (x) => x.cost.p50);
+      add('resumed hello vs hello p99', 'ms', (x) => x.cost.p99);
+      add(`server CPU per resume vs per connect${what}`, 'µs', (x) => x.cost.serverCpuUsPerOp);
+      add('failed resumes / connects', '', (x) => x.cost.failed + x.resOpen.failed, { op: '==0' });
+    },
+  };
+}
+
 function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) {
   const all = (workers, msg, timeoutMs) => Promise.all(workers.map((w) => w.request(msg, timeoutMs)));
   const isResumable = (stack) => stack.target === 'gateway';
   const strip = ({ helloMs: _, ...rest }) => rest;
+  const cost = resumeCost({ openAll, measured, latency });
 
   async function idleMemory(stack, cfg, opts) {
     await sleep(1000);
@@ -104,9 +164,7 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       await deliveryRound(stack, opts, cfg.fanout.warmup, true, () => postMany(url, cfg.fanout.warmup, cfg.fanout.afap.inflight, null, publishBody));
       // R connections on both sides, so both servers hold as many during fan-out: those the
       // resumable side will drop and resume, those the legacy side will replace by new ones.
-      const resOpen = isResumable(stack)
-        ? await openAll(stack, cfg.resumes.perRound, { topic: 'user/{user}', userPrefix: 'r', group: 'res', resumable: true }, opts)
-        : await openAll(stack, cfg.resumes.perRound, { userPrefix: 'cs', group: 'conn' }, opts);
+      const resOpen = await cost.open(stack, cfg, opts, isResumable(stack));
       return { idle, fanOpen: strip(fanOpen), resOpen: strip(resOpen), url };
     },
 
@@ -117,39 +175,16 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       // A full GC first: the garbage of the previous round's handshakes (this stack ran last) is not billed to fan-out.
       await stack.server.request({ probe: 'mem', gc: true }, 30_000);
       const afap = await measured(stack, () => deliveryRound(stack, opts, count, true, () => postMany(state.url, count, cfg.fanout.afap.inflight, null, publishBody)));
-      const costOpts = { ...opts, openConcurrency: cfg.resumes.concurrency };
-      let cost;
-      if (isResumable(stack)) {
-        const detachedBefore = await metricOf(stack.server.api, 'gateway_sessions_detached');
-        const dropped = await all(stack.workers, { cmd: 'drop', group: 'res' }, 10_000);
-        await untilDetached(stack, detachedBefore + dropped.reduce((s, d) => s + d.dropped, 0), 10_000);
-        cost = await measured(stack, () => openAll(stack, cfg.resumes.perRound, { cmd: 'resume', group: 'res' }, costOpts));
-      } else {
-        await all(stack.workers, { cmd: 'goodbye', group: 'conn', code: 1000, timeoutMs: 30_000 }, 40_000);
-        cost = await measured(stack, () => openAll(stack, cfg.resumes.perRound, { userPrefix: `c${r}x`, group: 'conn' }, costOpts));
-      }
-      return { afap, cost };
+      return { afap, cost: await cost.round(stack, cfg, opts, r, isResumable(stack)) };
     },
 
     summarize(state, rs) {
-      const costs = rs.map((r) => r.cost);
-      const lat = latency(costs.flatMap((c) => c.helloMs));
       return {
         idle: state.idle,
         fanOpen: state.fanOpen,
         resOpen: state.resOpen,
         afap: summarizeDelivery(rs.map((r) => r.afap)),
-        cost: {
-          perSec: median(costs.map((c) => c.helloPerSec)),
-          perSecRounds: costs.map((c) => Math.round(c.helloPerSec)),
-          done: costs.reduce((s, c) => s + c.opened, 0),
-          failed: costs.reduce((s, c) => s + c.failed, 0),
-          whys: Object.assign({}, ...costs.map((c) => c.whys)),
-          p50: lat.p50,
-          p99: lat.p99,
-          serverCpuPct: median(costs.map((c) => c.serverCpuPct)),
-          serverCpuUsPerOp: median(costs.map((c) => (1000 * c.serverCpuMs) / c.opened)),
-        },
+        cost: cost.summarize(rs.map((r) => r.cost)),
       };
     },
 
@@ -169,14 +204,10 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       add('idle raw RSS per connection', 'KiB', (x) => x.idle.rssPerConn / 1024);
       add('idle heap used per connection', 'KiB', (x) => x.idle.heapPerConn / 1024);
       add('idle failed connections', '', (x) => x.idle.failed, { op: '==0' });
-      add('resumes vs connects + auth', '/s', (x) => x.cost.perSec, { op: '>=', value: 3 });
-      add('resumed hello vs hello p50', 'ms', (x) => x.cost.p50);
-      add('resumed hello vs hello p99', 'ms', (x) => x.cost.p99);
-      add('server CPU per resume vs per connect', 'µs', (x) => x.cost.serverCpuUsPerOp);
-      add('failed resumes / connects', '', (x) => x.cost.failed + x.resOpen.failed, { op: '==0' });
+      cost.rows(add, '');
       return out;
     },
   };
 }
 
-module.exports = { resumeScenario };
+module.exports = { resumeScenario, resumeCost, metricOf };

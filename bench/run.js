@@ -27,6 +27,7 @@ const PROFILES = {
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 1000, durationMs: 5_000, rounds: 5 }],
     cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 600, inflight: 4 }],
     resume: [{ label: 'resume 1k', rounds: 5, idle: { n: 5000 }, fanout: { n: 1000, warmup: 20, afap: { count: 600, inflight: 4 } }, resumes: { perRound: 1000, concurrency: 16 } }],
+    deploy: [{ label: 'deploy 3k', clients: 3000, topics: 300, rate: 100, leadMs: 2000, tailMs: 2000, rounds: 3, resumes: { perRound: 1000, concurrency: 16 } }],
   },
   full: {
     workers: 4,
@@ -45,14 +46,16 @@ const PROFILES = {
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 2000, durationMs: 20_000, rounds: 5 }],
     cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 50, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 2000, inflight: 4 }],
     resume: [{ label: 'resume 2k', rounds: 5, idle: { n: 10_000 }, fanout: { n: 1000, warmup: 50, afap: { count: 2000, inflight: 4 } }, resumes: { perRound: 2000, concurrency: 16 } }],
+    deploy: [{ label: 'deploy 6k', clients: 6000, topics: 600, rate: 200, leadMs: 3000, tailMs: 3000, rounds: 5, resumes: { perRound: 2000, concurrency: 16 } }],
   },
 };
-const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume', 'api'];
+const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume', 'deploy', 'api'];
 /**
- * Scenarios run only when named with --only: api (the /v1 throughput of issue 12) and resume (the
- * gateway against itself, SPEC §12, issue 19) have their own targets, and would lengthen the default run.
+ * Scenarios run only when named with --only: api (the /v1 throughput of issue 12), resume (the
+ * gateway against itself, SPEC §12, issue 19) and deploy (a rolling restart of a 3-node cluster,
+ * issue 19) have their own targets, and would lengthen the default run.
  */
-const ON_REQUEST = new Set(['api', 'resume']);
+const ON_REQUEST = new Set(['api', 'resume', 'deploy']);
 
 function parseArgs(argv) {
   const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false, tracing: false, against: null };
@@ -71,10 +74,10 @@ function parseArgs(argv) {
     else if (a === '--workers') args.workers = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js] [--workers N]\n' +
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,deploy,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
           '  --check     exit 1 when a target is missed (or a scenario failed or was skipped)\n' +
-          '  --only      run only these scenarios (api and resume run only when named)\n' +
+          '  --only      run only these scenarios (api, resume and deploy run only when named)\n' +
           '  --cpu-prof  CPU-profile both servers during the measured rounds and heap-snapshot them in idle;\n' +
           '              summaries are printed, files go to bench/results/prof-<timestamp>/\n' +
           '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +
@@ -117,6 +120,8 @@ function connectionsOf(name, cfg) {
   if (name === 'rpc' || name === 'api') return cfg.connections;
   // resume: the idle set, or the subscribers with the connections being resumed or opened (and their predecessors closing).
   if (name === 'resume') return Math.max(cfg.idle.n, cfg.fanout.n + 2 * cfg.resumes.perRound);
+  // deploy: a node may end the rolling restart holding every client, then the cost rounds' connections and their predecessors.
+  if (name === 'deploy') return cfg.clients + 1 + 3 * cfg.resumes.perRound;
   return cfg.n;
 }
 

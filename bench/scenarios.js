@@ -9,7 +9,8 @@
 const http = require('node:http');
 const path = require('node:path');
 const { startUpstream, startServer, startWorkers, memoryOf, cpuOf, sleep } = require('./lib/stack');
-const { latency, row } = require('./lib/report');
+const { latency, row, addCounts } = require('./lib/report');
+const { httpStatus } = require('./lib/worker');
 const { api, apiRows } = require('./api-scenario');
 
 const now = () => performance.timeOrigin + performance.now();
@@ -128,26 +129,13 @@ async function openAll(stack, count, extra, opts) {
     }),
   );
   const failed = results.reduce((s, r) => s + r.failed, 0);
-  const whys = Object.assign({}, ...results.map((r) => r.whys));
+  const whys = addCounts(results.map((r) => r.whys));
   const firstAt = Math.min(...results.map((r) => r.firstAt));
   const lastHelloAt = Math.max(...results.map((r) => r.lastHelloAt));
   const lastReadyAt = Math.max(...results.map((r) => r.lastReadyAt));
   const opened = results.reduce((s, r) => s + r.opened, 0);
   if (failed > 0) process.stdout.write(`\n    ! ${stack.target}: ${failed} of ${opened + failed} connections failed to ${extra.cmd || 'open'}: ${JSON.stringify(whys)}\n`);
   return { opened, failed, whys, helloPerSec: (1000 * opened) / (lastHelloAt - firstAt), readyMs: lastReadyAt - firstAt, helloMs: results.flatMap((r) => r.helloMs) };
-}
-
-function httpStatus(agent, method, url, body) {
-  return new Promise((resolve) => {
-    const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
-    const req = http.request(url, { method, agent, headers }, (res) => {
-      res.resume();
-      res.on('end', () => resolve(res.statusCode));
-    });
-    req.setTimeout(30_000, () => req.destroy(new Error('timeout')));
-    req.on('error', () => resolve(0));
-    req.end(body);
-  });
 }
 
 /** POST `count` bodies to `url` with at most `inflight` at once (one lane each), paced at `rate`/s when given. */
@@ -458,6 +446,7 @@ function rows(name, label, res) {
       break;
     case 'cluster':
     case 'resume':
+    case 'deploy':
       out.push(...DEFS[name].rows(label, res, row));
       break;
     case 'lattice':
@@ -481,13 +470,16 @@ const DEFS = {
   api,
   cluster: require('./cluster-scenario').clusterScenario(helpers),
   resume: require('./resume-scenario').resumeScenario(helpers),
+  deploy: require('./deploy-scenario').deployScenario(helpers),
 };
 
 /**
  * Run scenario `name` with config `cfg` on the baseline and the gateway (and
  * the upstream alone for rpc). For `cluster` the two columns are one gateway
  * node ("baseline") and two nodes on Redis ("gateway"); for `resume`, legacy
- * clients ("baseline") and resumable ones ("gateway"), both on the gateway.
+ * clients ("baseline") and resumable ones ("gateway"), both on the gateway;
+ * `deploy` runs one target, a 3-node cluster (its resume cost rows put new
+ * connects in the baseline column).
  */
 function run(name, cfg, opts) {
   const targets = DEFS[name].targets || (name === 'rpc' ? ['baseline', 'gateway', 'limit'] : ['baseline', 'gateway']);

@@ -9,10 +9,13 @@
 //
 // Run as a child of bench/run.js: `node bench/upstream.js` with PORT (0 = any);
 // the bound port is sent over IPC ({ready, port}) or printed when standalone.
+// Over IPC, {id, cmd: 'counts'} is answered {id, authorizations}: the
+// authorization requests received so far (the deploy scenario counts them).
 
 const http = require('node:http');
 
 let anonymous = 0;
+let authorizations = 0;
 const JSON_HEADERS = { 'Content-Type': 'application/json', 'Content-Length': '0' };
 
 function reply(res, status, text) {
@@ -39,6 +42,7 @@ function handle(req, body, res) {
   }
   switch (req.url) {
     case '/gateway/authorize_connection': {
+      authorizations++;
       const meta = parsed[0];
       const kwargs = parsed[2];
       const user = userFromQuery(kwargs && kwargs.url_querystring) || 'u' + anonymous++;
@@ -72,6 +76,9 @@ if (require.main === module) {
     const port = server.address().port;
     if (process.send) {
       process.send({ ready: true, port });
+      process.on('message', (msg) => {
+        if (msg && msg.cmd === 'counts') process.send({ id: msg.id, authorizations });
+      });
       process.channel.unref();
     } else {
       process.stdout.write(`upstream listening on 127.0.0.1:${port}\n`);

@@ -7,6 +7,13 @@ function percentile(sorted, p) {
   return sorted[at];
 }
 
+/** Counts by key ({why: n}) of several workers or rounds, added up. */
+function addCounts(list) {
+  const out = {};
+  for (const counts of list) for (const [key, n] of Object.entries(counts)) out[key] = (out[key] || 0) + n;
+  return out;
+}
+
 /** {p50, p99, n} in ms of a list of samples. */
 function latency(samples) {
   const sorted = Float64Array.from(samples).sort();
@@ -67,4 +74,4 @@ function markdownTable(rows) {
   return out.join('\n');
 }
 
-module.exports = { latency, percentile, row, textTable, markdownTable };
+module.exports = { latency, percentile, row, textTable, markdownTable, addCounts };

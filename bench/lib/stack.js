@@ -197,21 +197,23 @@ async function startUpstream() {
 
 /**
  * Start the server under test with the probe preloaded and wait until its
- * internal listener answers GET /health/ready with 200.
+ * internal listener answers GET /health/ready with 200. `child.port` and
+ * `child.apiPort` are its ports (pass them as `ports` to restart it there).
  */
-async function startServer(target, upstreamUrl, extraEnv = {}) {
+async function startServer(target, upstreamUrl, extraEnv = {}, ports = null) {
   if (!fs.existsSync(SERVERS[target])) throw new Error(`${SERVERS[target]} is missing: run \`npm run build\` first`);
   for (let attempt = 1; ; attempt++) {
     try {
-      return await startServerOnce(target, upstreamUrl, extraEnv);
+      return await startServerOnce(target, upstreamUrl, extraEnv, ports);
     } catch (err) {
       if (attempt >= 3 || !/EADDRINUSE/.test(err.message)) throw err;
     }
   }
 }
 
-async function startServerOnce(target, upstreamUrl, extraEnv) {
-  const [port, apiPort] = [await freePort(), await freePort()];
+async function startServerOnce(target, upstreamUrl, extraEnv, ports) {
+  // `ports` ({port, apiPort}): a node restarted where its clients and the API callers know it (deploy scenario).
+  const [port, apiPort] = ports === null ? [await freePort(), await freePort()] : [ports.port, ports.apiPort];
   const otlpEnv = tracing.isOn && target === 'gateway' ? { OTEL_EXPORTER_OTLP_ENDPOINT: (await startOtlpSink()).url, OTEL_TRACES_SAMPLER: 'always_on' } : {};
   const env = { ...process.env };
   for (const key of DROPPED_ENV) delete env[key];
@@ -228,6 +230,8 @@ async function startServerOnce(target, upstreamUrl, extraEnv) {
   const proc = fork(SERVERS[target], SERVER_ARGS[target] || [], { env, execArgv: ['--expose-gc', '-r', PROBE], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
   const child = new Child(proc, target);
   pin(proc.pid, placement.server);
+  child.port = port;
+  child.apiPort = apiPort;
   child.url = `ws://127.0.0.1:${port}/`;
   child.api = `http://127.0.0.1:${apiPort}`;
   const deadline = Date.now() + 30_000;

@@ -1,9 +1,10 @@
-import { existsSync, mkdtempSync, mkdirSync, rmSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import type { Server } from 'node:http';
-import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { chromium, type BrowserContext, type Page } from 'playwright-core';
+import type { Page } from 'playwright-core';
 import { PROJECT_ROOT, buildGateway } from './harness/child-gateway';
+import { ONLINE as online, UI_MS, joinChat, member, sendChat as send } from './harness/chat-page';
+import { describeInChromium, launchChromium, type Browser } from './harness/chromium';
 
 interface GatewayProcess {
   readonly publicPort: number;
@@ -37,41 +38,19 @@ const { startDemo, startGatewayProcess, pageOrigins } = require('../../examples/
   pageOrigins: (backendUrl: string) => string;
 };
 
-/** CHROMIUM_PATH, else `chromium` on PATH (Debian: /usr/bin/chromium), else null. */
-function findChromium(): string | null {
-  if (process.env.CHROMIUM_PATH) return existsSync(process.env.CHROMIUM_PATH) ? process.env.CHROMIUM_PATH : null;
-  for (const dir of (process.env.PATH ?? '').split(path.delimiter)) {
-    const candidate = path.join(dir, 'chromium');
-    if (dir !== '' && existsSync(candidate)) return candidate;
-  }
-  return null;
-}
-
-const CHROMIUM = findChromium();
 const SCREENSHOT = path.join(PROJECT_ROOT, 'docs', 'demo.png');
-/** Bounded waits in the browser: generous for 2 busy CPUs. */
-const UI_MS = 15_000;
 /** A one-second activity window: a closed page turns offline within about a second (SPEC §8). */
 const GATEWAY_ENV = { NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MAX_IDLE_TIMEOUT: '1s', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_GRACE: '1s' };
-
-if (CHROMIUM === null) {
-  const looked = process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : 'no `chromium` on PATH and CHROMIUM_PATH unset';
-  const reason = `the demo browser test needs Chromium (${looked}); .ci/run installs Debian's: apt-get install -y chromium`;
-  // CI installs it (.ci/run), so there its absence is a failure, not a reason to skip.
-  if (process.env.CI === 'true') throw new Error(reason);
-  console.warn(`SKIPPED: ${reason}`);
-}
 
 /**
  * Deliverable 2 of issue 13 in a real Chromium: the demo (`npm run demo`'s
  * startDemo on port 0) serves the chat page; two pages chat, see each other's
  * presence and the unread counter move. UPDATE_SCREENSHOT=1 saves docs/demo.png.
  */
-(CHROMIUM === null ? describe.skip : describe)('demo chat page in Chromium', () => {
+describeInChromium('demo chat page in Chromium', () => {
   let demo: Demo;
   let restarted: GatewayProcess | null = null;
-  let context: BrowserContext;
-  let profileDir: string;
+  let browser: Browser;
   const gatewayLog: string[] = [];
   const pageErrors: string[] = [];
 
@@ -84,47 +63,16 @@ if (CHROMIUM === null) {
       gatewayEnv: GATEWAY_ENV,
       onLine: (line) => gatewayLog.push(line),
     });
-    profileDir = mkdtempSync(path.join(tmpdir(), 'chat-e2e-profile-'));
-    context = await chromium.launchPersistentContext(profileDir, {
-      executablePath: CHROMIUM!,
-      headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
-      viewport: { width: 1100, height: 680 },
-      timeout: 60_000,
-    });
+    browser = await launchChromium();
   }, 180_000);
 
   afterAll(async () => {
-    await context?.close();
+    await browser?.close();
     await restarted?.stop();
     await demo?.stop();
-    if (profileDir) rmSync(profileDir, { recursive: true, force: true });
   }, 30_000);
 
-  async function open(user: string, viewport?: { width: number; height: number }): Promise<Page> {
-    const page = await context.newPage();
-    if (viewport) await page.setViewportSize(viewport);
-    page.on('pageerror', (err) => pageErrors.push(`${user}: ${err.message}`));
-    page.on('console', (msg) => {
-      // Chromium itself logs each refused WebSocket attempt while the gateway restarts; the page logs nothing.
-      if (msg.type() === 'error' && !/^WebSocket connection to .* failed/.test(msg.text())) pageErrors.push(`${user}: ${msg.text()}`);
-    });
-    await page.goto(demo.pageUrl);
-    await page.fill('#user', user);
-    await page.fill('#room', 'lobby');
-    await page.click('#join button[type=submit]');
-    await page.waitForSelector('#chat:not([hidden])', { timeout: UI_MS });
-    await page.waitForSelector('#status[data-status="connected"]', { timeout: UI_MS });
-    return page;
-  }
-
-  async function send(page: Page, text: string): Promise<void> {
-    await page.fill('#text', text);
-    await page.click('#composer button[type=submit]');
-  }
-
-  const member = (user: string, status: string): string => `#members li[data-user="${user}"]${status.startsWith(':') ? status : `[data-status="${status}"]`}`;
-  const online = ':not([data-status="offline"])';
+  const open = (user: string, viewport?: { width: number; height: number }): Promise<Page> => joinChat(browser.context, demo.pageUrl, user, pageErrors, { viewport });
 
   it('lets two pages chat, shows presence and unread counts, survives a gateway restart, and shows a closed page going offline', async () => {
     const alice = await open('alice');

@@ -1,0 +1,69 @@
+import * as net from 'node:net';
+
+/**
+ * A tiny TCP load balancer on 127.0.0.1: each accepted connection goes to the
+ * first port of `targets()` that accepts it (a refused one is skipped), and
+ * bytes are piped both ways until either side closes. A client behind it
+ * reconnects to another node when its node stops, as behind a real one.
+ */
+export class TcpProxy {
+  port = 0;
+  private readonly sockets = new Set<net.Socket>();
+  /** Connected upstream sockets and the port each goes to. */
+  private readonly upstreams = new Map<net.Socket, number>();
+  private readonly server = net.createServer((client) => this.accept(client));
+
+  private constructor(private readonly targets: () => number[]) {}
+
+  static async start(targets: () => number[]): Promise<TcpProxy> {
+    const proxy = new TcpProxy(targets);
+    await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
+    proxy.port = (proxy.server.address() as net.AddressInfo).port;
+    return proxy;
+  }
+
+  private track(socket: net.Socket): void {
+    this.sockets.add(socket);
+    socket.once('close', () => this.sockets.delete(socket));
+  }
+
+  private accept(client: net.Socket): void {
+    this.track(client);
+    client.pause();
+    client.on('error', () => client.destroy());
+    const ports = this.targets();
+    const attempt = (i: number): void => {
+      if (i >= ports.length || client.destroyed) return void client.destroy();
+      const upstream = net.connect(ports[i], '127.0.0.1');
+      this.track(upstream);
+      upstream.once('error', () => {
+        upstream.destroy();
+        attempt(i + 1);
+      });
+      upstream.once('connect', () => {
+        this.upstreams.set(upstream, ports[i]);
+        upstream.once('close', () => this.upstreams.delete(upstream));
+        upstream.removeAllListeners('error');
+        upstream.on('error', () => client.destroy());
+        upstream.on('close', () => client.destroy());
+        client.on('close', () => upstream.destroy());
+        client.pipe(upstream);
+        upstream.pipe(client);
+        client.resume();
+      });
+    };
+    attempt(0);
+  }
+
+  /** How many connections through the proxy go to `port` now. */
+  connectionsTo(port: number): number {
+    return [...this.upstreams.values()].filter((p) => p === port).length;
+  }
+
+  /** Stop listening and cut every connection through it. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    for (const socket of this.sockets) socket.destroy();
+    await closed;
+  }
+}
