@@ -218,40 +218,54 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await expectNothingMore(again);
     });
 
-    it('a publish racing the resume: every offset exactly once, in order, replayed or live', async () => {
+    it('publishes racing resumes: every offset exactly once, in order, replayed or live', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '1000' });
       const { client, resume: first, cid } = await optIn(a, 'ann');
       await put(b, `/v1/connection/${cid}/subscriptions/race`);
       await publish(b, 'race', 0);
-      const seen = positionOf(await client.next(), 'race');
+      let position = positionOf(await client.next(), 'race');
+      const from = position[0];
       await dropConnection(client);
       await untilDetached(a, 1);
-      const perNode = 120;
-      let resumeAt = 0;
-      const resumed = (async () => {
-        // Resume once publishing is well under way.
-        while (resumeAt < 20) await new Promise((resolve) => setImmediate(resolve));
-        return resume(a, 'ann', first.token, { race: seen });
-      })();
-      await Promise.all(
-        [a, b].map(async (node) => {
-          for (let n = 0; n < perNode; n++) {
-            await publish(node, 'race', n);
-            resumeAt++;
+      // Four publishers per node, several messages in flight at any time.
+      const perPublisher = 60;
+      const publishers = [a, a, a, a, b, b, b, b];
+      const last = from + publishers.length * perPublisher;
+      let done = 0;
+      const published = Promise.all(
+        publishers.map(async (node, p) => {
+          for (let n = 0; n < perPublisher; n++) {
+            await publish(node, 'race', [p, n]);
+            done++;
           }
         }),
       );
-      const { client: again, hello } = await resumed;
-      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      // Resume again and again while they publish. Each round reads past every offset the replay
+      // could have covered (at most `done` + the publishes in flight when the hello came), then a
+      // few live ones, then drops the socket.
       const offsets: number[] = [];
-      const last = seen[0] + 2 * perNode;
-      while (offsets.length === 0 || offsets[offsets.length - 1] < last) {
-        const [, meta] = await again.next(5000);
-        expect(meta.epoch).toBe(seen[1]);
-        offsets.push(meta.offset as number);
+      let token = first.token;
+      let resumes = 0;
+      while (position[0] < last) {
+        const { client: again, hello } = await resume(a, 'ann', token, { race: position });
+        expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+        token = resumeOf(hello).token;
+        resumes++;
+        const until = Math.min(last, from + done + publishers.length + 3);
+        while (position[0] < until) {
+          position = positionOf(await again.next(5000), 'race');
+          offsets.push(position[0]);
+        }
+        if (position[0] === last) {
+          await expectNothingMore(again);
+          break;
+        }
+        await dropConnection(again);
+        await untilDetached(a, 1);
       }
-      expect(offsets).toEqual(Array.from({ length: 2 * perNode }, (_, i) => seen[0] + 1 + i));
-      await expectNothingMore(again);
+      await published;
+      expect(resumes).toBeGreaterThan(3);
+      expect(offsets).toEqual(Array.from({ length: last - from }, (_, i) => from + 1 + i));
     });
 
     it('lost when more was missed than TOPIC_HISTORY_SIZE keeps: nothing replayed, live continues', async () => {
