@@ -60,6 +60,8 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.isHistoryOn = isResumeOffered(config);
     if (this.isHistoryOn && cluster.link !== null) {
       this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, config.resume.historySize, config.resume.historyTtlMs);
+      // Messages published while this node's link was down are in the history: fetch them.
+      cluster.link.onUp(() => this.catchUp());
     } else if (this.isHistoryOn) {
       const { historySize, historyTtlMs } = config.resume;
       const history = (this.history = new TopicHistory(historySize, historyTtlMs));
@@ -218,6 +220,16 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
       (read) => this.follow(topic, this.order.filled(topic, fill, read === null || read.epoch !== fill.epoch ? [] : read.messages)),
       () => this.follow(topic, this.order.filled(topic, fill, [])),
     );
+  }
+
+  /** After a Redis reconnect: per followed topic, what the history got meanwhile is filled in. */
+  private async catchUp(): Promise<void> {
+    const topics = [...this.order.topics()];
+    const positions = await Promise.all(topics.map((topic) => this.log!.position(topic).catch(() => null)));
+    topics.forEach((topic, i) => {
+      const position = positions[i];
+      if (position !== null) this.follow(topic, this.order.catchUp(topic, position));
+    });
   }
 
   /** Each form encoded at most once, and only when some subscriber here takes it. */

@@ -68,3 +68,16 @@ describe(decodeLoggedMessage.name, () => {
     for (const text of ['["message",{"topic":"t"},1]', '#12', '#x E 1', '#0 E 1', '#1 E']) expect(decodeLoggedMessage(Buffer.from(text))).toBeNull();
   });
 });
+
+describe('TopicOrder.catchUp', () => {
+  it('fills what the history got while this node was away; a new epoch counts from 0', () => {
+    const sut = new TopicOrder();
+    sut.startAt('t', { offset: 2, epoch: 'E' });
+    expect(sut.catchUp('t', { offset: 2, epoch: 'E' })).toEqual({ ready: [], fill: null });
+    const fill = sut.catchUp('t', { offset: 4, epoch: 'E' }).fill!;
+    expect(fill).toEqual({ epoch: 'E', after: 2, before: 5 });
+    expect(offsets(sut.filled('t', fill, [m(3), m(4)]).ready)).toEqual([3, 4]);
+    expect(sut.catchUp('t', { offset: 1, epoch: 'F' }).fill).toEqual({ epoch: 'F', after: 0, before: 2 });
+    expect([...sut.topics()]).toEqual(['t']);
+  });
+});

@@ -35,27 +35,51 @@ const NOTHING: OrderStep = { ready: [], fill: null };
  * A new epoch (Redis lost the history) starts the count again. Pure.
  */
 export class TopicOrder {
-  private readonly topics = new Map<string, TopicState>();
+  private readonly states = new Map<string, TopicState>();
 
   knows(topic: string): boolean {
-    return this.topics.has(topic);
+    return this.states.has(topic);
   }
 
   /** Where this node starts on `topic` (it just joined the channel), unless it knows already. */
   startAt(topic: string, position: HistoryPosition): void {
-    if (!this.topics.has(topic)) this.topics.set(topic, { epoch: position.epoch, last: position.offset, waiting: new Map(), isFilling: false });
+    if (!this.states.has(topic)) this.states.set(topic, { epoch: position.epoch, last: position.offset, waiting: new Map(), isFilling: false });
+  }
+
+  /** Every topic this node follows. */
+  topics(): IterableIterator<string> {
+    return this.states.keys();
+  }
+
+  /**
+   * Where the history stands now (read after a Redis reconnect): a fill for
+   * what this node missed meanwhile, if anything. A new epoch starts the
+   * count again.
+   */
+  catchUp(topic: string, position: HistoryPosition): OrderStep {
+    const state = this.states.get(topic);
+    if (state === undefined || position.epoch === null) return NOTHING;
+    if (state.epoch !== position.epoch) {
+      state.epoch = position.epoch;
+      state.last = 0;
+      state.waiting.clear();
+      state.isFilling = false;
+    }
+    if (position.offset <= state.last || state.isFilling) return NOTHING;
+    state.isFilling = true;
+    return { ready: [], fill: { epoch: position.epoch, after: state.last, before: position.offset + 1 } };
   }
 
   /** This node no longer listens to `topic`. */
   forget(topic: string): void {
-    this.topics.delete(topic);
+    this.states.delete(topic);
   }
 
   arrive(topic: string, message: LoggedMessage): OrderStep {
-    let state = this.topics.get(topic);
+    let state = this.states.get(topic);
     if (state === undefined) {
       // Nothing known (it arrived before the join's position read): it is where this node starts.
-      this.topics.set(topic, (state = { epoch: message.epoch, last: message.offset - 1, waiting: new Map(), isFilling: false }));
+      this.states.set(topic, (state = { epoch: message.epoch, last: message.offset - 1, waiting: new Map(), isFilling: false }));
     } else if (state.epoch === null) {
       state.epoch = message.epoch;
     } else if (state.epoch !== message.epoch) {
@@ -81,7 +105,7 @@ export class TopicOrder {
    * is then delivered or skipped.
    */
   filled(topic: string, request: GapFill, messages: readonly LoggedMessage[]): OrderStep {
-    const state = this.topics.get(topic);
+    const state = this.states.get(topic);
     if (state === undefined) return NOTHING;
     state.isFilling = false;
     if (state.epoch !== request.epoch) return { ready: [], fill: this.nextFill(state) };

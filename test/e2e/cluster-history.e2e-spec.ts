@@ -174,6 +174,29 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     });
   });
 
+  describe('after a reconnect (12.4)', () => {
+    it('a message published while the node was cut off from Redis arrives once it is back, without a later publish', async () => {
+      ownRedis = await RedisServer.start();
+      const [a, b] = await start({}, ownRedis.url);
+      const onA = await optIn(a, 'ann');
+      const legacy = await a.helloAs('lee');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await put(b, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+      await publish(b, 't1', 'before');
+      const [, meta] = await onA.client.next();
+      await legacy.client.next();
+      // Cut node A's subscriber off; publish through B before A has reconnected (its first retry waits 100 ms).
+      const list = (await redis.client('LIST')) as string;
+      const subscriberOfA = list.split('\n').find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
+      expect(subscriberOfA).toBeDefined();
+      await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriberOfA!)![1]);
+      await publish(b, 't1', 'while-away');
+      expect(await onA.client.next(5000)).toEqual(['message', { topic: 't1', offset: 2, epoch: meta.epoch }, 'while-away']);
+      expect(await legacy.client.next(5000)).toEqual(['message', { topic: 't1' }, 'while-away']);
+      await expectNothingMore(onA.client);
+    });
+  });
+
   describe('resuming from the Redis history (12.3)', () => {
     it('a resume on the same node replays, in order, what was published through the other node, then snapshots, then live', async () => {
       const [a, b] = await start();
