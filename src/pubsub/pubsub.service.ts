@@ -33,12 +33,18 @@ const UNREADABLE = 'unreadable';
  * Topic subscriptions and publish fan-out (seed §4.2, SPEC §9). A publish is
  * encoded ONCE into a Buffer and that Buffer goes to every subscriber; with
  * topic history (SPEC §12.4) resumable subscribers get a second form, with the
- * topic position, also encoded once.
+ * topic position, also encoded once. History lives in memory on one node
+ * ({@link TopicHistory}) and in Redis in cluster mode ({@link TopicLog}: the
+ * publish is numbered there, every node then encodes each form at most once
+ * and delivers in offset order, {@link TopicOrder}). With RESUME_WINDOW=0
+ * neither exists and publish takes the plain path.
  */
 @Injectable()
 export class PubSubService implements OnModuleInit, OnModuleDestroy {
   private readonly index = new TopicIndex<Connection>();
   private readonly messagesSent;
+  /** Cluster mode: the history's script publishes to the other nodes, so it is counted here (the broker never sees it). */
+  private readonly topicsOut;
   /** SPEC §12.4: resumable sessions are on, so publishes are numbered and kept. */
   private readonly isHistoryOn: boolean;
   /** SPEC §12.4, single node with resumable sessions on; null otherwise. */
@@ -57,6 +63,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     cluster: ClusterContext,
   ) {
     this.messagesSent = metrics.framesSent.labels('message');
+    this.topicsOut = metrics.brokerMessages.labels('out', 'topic');
     this.isHistoryOn = isResumeOffered(config);
     if (this.isHistoryOn && cluster.link !== null) {
       this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, config.resume.historySize, config.resume.historyTtlMs);
@@ -194,6 +201,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   /** Cluster mode: append to the topic's history in Redis (which publishes to the other nodes), then deliver here in order. */
   private async publishLogged(topic: string, payload: Buffer): Promise<void> {
     const message = await this.log!.append(topic, payload);
+    this.topicsOut.inc();
     this.arrived(topic, message);
   }
 
