@@ -101,6 +101,16 @@ export class TopicLog {
     return { epoch, offset, messages: rows.map(([id, fields]) => ({ offset: Number.parseInt(id, 10), epoch, payload: Buffer.from(fields[1]) })) };
   }
 
+  /**
+   * Resolves once every topic message Redis published before now has reached
+   * this node (a message that seems missing may just be on its way from
+   * another node: the publisher's reply and the channel arrive on two
+   * connections).
+   */
+  awaitInFlight(): Promise<void> {
+    return this.link.syncSubscriber();
+  }
+
   /** Where the topic stands now; offset 0 and no epoch when Redis holds no history for it. */
   async position(topic: string): Promise<HistoryPosition> {
     const [epoch, offset] = (await this.link.timed('hmget', this.link.command.hmget(this.keys(topic)[0], 'e', 'o'))) as [string | null, string | null];

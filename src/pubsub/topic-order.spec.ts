@@ -28,7 +28,9 @@ describe(TopicOrder.name, () => {
     const sut = new TopicOrder();
     sut.startAt('t', { offset: 0, epoch: 'E' });
     const fill = sut.arrive('t', m(2)).fill!;
+    expect(sut.isStillMissing('t', fill)).toBe(true);
     expect(offsets(sut.arrive('t', m(1)).ready)).toEqual([1, 2]);
+    expect(sut.isStillMissing('t', fill)).toBe(false);
     expect(sut.filled('t', fill, [m(1)])).toEqual({ ready: [], fill: null });
   });
 

@@ -99,6 +99,12 @@ export class TopicOrder {
     return { ready, fill: this.nextFill(state) };
   }
 
+  /** Whether `request` still has offsets this node has neither delivered nor skipped. */
+  isStillMissing(topic: string, request: GapFill): boolean {
+    const state = this.states.get(topic);
+    return state !== undefined && state.epoch === request.epoch && state.last < request.before - 1;
+  }
+
   /**
    * The history's answer to `request`: `messages` (offsets within it, in
    * order; empty when the read failed). Everything before `request.before`

@@ -160,6 +160,29 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await expectNothingMore(onA.client);
     });
 
+    it('publishes through both nodes at once reach every subscriber exactly once, even without a stream (TOPIC_HISTORY_SIZE=0)', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
+      const onA = await optIn(a, 'ann');
+      const legacy = await a.helloAs('lee');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/busy`);
+      await put(b, `/v1/connection/${legacy.cid}/subscriptions/busy`);
+      const publishers = [a, a, a, b, b, b];
+      const perPublisher = 40;
+      await Promise.all(
+        publishers.map(async (node, p) => {
+          for (let n = 0; n < perPublisher; n++) await publish(node, 'busy', [p, n]);
+        }),
+      );
+      const total = publishers.length * perPublisher;
+      const offsets: number[] = [];
+      for (let i = 0; i < total; i++) offsets.push((await onA.client.next())[1].offset as number);
+      expect(offsets).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+      const payloads = new Set<string>();
+      for (let i = 0; i < total; i++) payloads.add(JSON.stringify((await legacy.client.next())[2]));
+      expect(payloads.size).toBe(total);
+      await expectNothingMore(legacy.client);
+    });
+
     it('what the history no longer holds is skipped: the client sees the jump', async () => {
       const [a, b] = await start();
       const onA = await optIn(a, 'ann');
