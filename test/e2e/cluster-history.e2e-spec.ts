@@ -250,6 +250,21 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       expect(after.value('gateway_replayed_messages_total') - before.value('gateway_replayed_messages_total')).toBe(3);
     });
 
+    it('a call sent before the resumed hello is answered after the hello and the replay', async () => {
+      const [a, b] = await start();
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'missed');
+      const again = await a.connect({ query: 'user=ann-resume', protocols: resumeProtocols(first.token) });
+      again.send(['test.early', { request_id: 'early' }, [], {}]);
+      expect(helloMeta(await again.next())).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 1, epoch: expect.any(String) }, 'missed']);
+      expect(await again.next()).toEqual(['result', { request_id: 'early' }, { args: [], kwargs: {} }]);
+      await expectNothingMore(again);
+    });
+
     it('a topic without a client position replays what was published after the session subscribed', async () => {
       const [a, b] = await start();
       await publish(b, 't1', 'before'); // offset 1
