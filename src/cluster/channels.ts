@@ -58,6 +58,16 @@ export class ClusterNames {
     return `${this.prefix}lat:{${partitionOf(namespace)}}:${namespace}`;
   }
 
+  /** A topic's history stream (SPEC §12.4): entry ids `<offset>-0`, field `p` = the published JSON. */
+  topicHistory(topic: string): string {
+    return `${this.prefix}th:{${partitionOf(topic)}}:${topic}`;
+  }
+
+  /** A topic's position hash (SPEC §12.4): `o` = last offset, `e` = epoch of the history instance. */
+  topicPosition(topic: string): string {
+    return `${this.prefix}tp:{${partitionOf(topic)}}:${topic}`;
+  }
+
   /** Per-user presence hash: status, version, identity, per-node connection counts. */
   user(userId: string): string {
     return `${this.prefix}u:{${partitionOf(userId)}}:${userId}`;

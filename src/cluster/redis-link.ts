@@ -156,6 +156,15 @@ export class RedisLink {
     }
   }
 
+  /**
+   * Resolves once every channel message Redis sent this node before now has
+   * reached the message listeners: a PING on the subscriber connection, whose
+   * answer comes after them (one connection keeps Redis' order).
+   */
+  async syncSubscriber(): Promise<void> {
+    await this.timed('ping', this.subscriber.ping());
+  }
+
   unsubscribe(channel: string): void {
     if (!this.channels.delete(channel) || !this.isUpNow) return;
     this.subscriber.unsubscribe(channel).catch(() => undefined);

@@ -17,6 +17,21 @@ export interface EarlyFrame {
 
 const TEXT = { binary: false } as const;
 
+/** A topic message frame with the position it carries (SPEC §12.4), encoded once per publish. */
+export interface PositionedFrame {
+  readonly frame: Buffer;
+  /** Path form (`a/b`). */
+  readonly topic: string;
+  readonly offset: number;
+  readonly epoch: string;
+}
+
+/** How far a resumed session's replay went on a topic (SPEC §12.3). */
+export interface ReplayedPosition {
+  readonly offset: number;
+  readonly epoch: string;
+}
+
 /**
  * One WebSocket client. Holds the frames that wait for `hello` in both
  * directions and enforces the slow-consumer rule on every send (SPEC §9).
@@ -37,6 +52,14 @@ export class Connection {
   private earlyMessages: Buffer[] | null = null;
   private earlyMessagesBytes = 0;
   private isSlow = false;
+  /** Live positioned frames that arrived while a resume's replay was read (SPEC §12.3); null when not resuming. */
+  private heldLive: PositionedFrame[] | null = null;
+  /**
+   * Per topic (path form), the position a resume's replay reached: a live frame
+   * at or below it in the same epoch was replayed (or was before the client's
+   * position) and is not sent again. An entry goes with the first frame beyond it.
+   */
+  private replayedUpTo: Map<string, ReplayedPosition> | null = null;
   /** The close code and reason we sent, null while we have not closed. */
   closedWith: { readonly code: number; readonly reason: string } | null = null;
 
@@ -90,6 +113,47 @@ export class Connection {
   }
 
   /**
+   * A positioned frame to a resumable connection (SPEC §12.4): dropped when a
+   * resume's replay covered it, held while the replay is being read, else as
+   * {@link sendOrKeep}.
+   */
+  sendPositioned(positioned: PositionedFrame): void {
+    if (this.replayedUpTo !== null && this.wasReplayed(positioned)) return;
+    if (this.heldLive === null || this.state !== 'pending') return this.sendOrKeep(positioned.frame);
+    if (this.isSlow) return;
+    this.earlyMessagesBytes += positioned.frame.length;
+    if (this.earlyMessagesBytes > this.maxQueueBytes) {
+      this.heldLive = null;
+      return this.closeAsSlowConsumer();
+    }
+    this.heldLive.push(positioned);
+  }
+
+  /**
+   * SPEC §12.3: a resumed session waits for its replay to be read (from Redis
+   * in cluster mode) as a new connection waits for hello: pending, so live
+   * topic frames are held and client frames kept for after it.
+   */
+  holdForReplay(): void {
+    this.state = 'pending';
+    this.heldLive = [];
+    this.replayedUpTo = null;
+  }
+
+  /**
+   * The replay is out: ready again. Returns the frames held meanwhile that
+   * go beyond `upTo` (the rest were replayed), in arrival order; later live
+   * frames are checked against `upTo` too, until one goes beyond it.
+   */
+  endReplayHold(upTo: ReadonlyMap<string, ReplayedPosition>): PositionedFrame[] {
+    const held = this.heldLive ?? [];
+    this.heldLive = null;
+    this.state = 'ready';
+    this.replayedUpTo = upTo.size === 0 ? null : new Map(upTo);
+    return held.filter((positioned) => this.replayedUpTo === null || !this.wasReplayed(positioned));
+  }
+
+  /**
    * Keep a client frame for after hello. Returns false, keeping nothing, when
    * the kept frames would exceed `maxBytes`.
    */
@@ -130,6 +194,18 @@ export class Connection {
     this.isSlow = false;
     this.closedWith = null;
     this.lastSeenAt = Date.now();
+    this.heldLive = null;
+    this.replayedUpTo = null;
+  }
+
+  /** Whether `positioned` is at or below what the replay reached on its topic; the check ends past it. */
+  private wasReplayed(positioned: PositionedFrame): boolean {
+    const upTo = this.replayedUpTo!.get(positioned.topic);
+    if (upTo === undefined) return false;
+    if (upTo.epoch === positioned.epoch && positioned.offset <= upTo.offset) return true;
+    this.replayedUpTo!.delete(positioned.topic);
+    if (this.replayedUpTo!.size === 0) this.replayedUpTo = null;
+    return false;
   }
 
   private closeAsSlowConsumer(): void {

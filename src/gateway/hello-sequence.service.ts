@@ -36,8 +36,14 @@ export class HelloSequenceService {
     for (const frame of early.frames) this.frames.onFrame(connection, frame.data, frame.isBinary);
   }
 
-  /** SPEC §12.3, a resumed session: hello → the missed messages → lattice snapshots → users snapshot; then live traffic. */
+  /**
+   * SPEC §12.3, a resumed session held while its replay was read: hello →
+   * the missed messages → lattice snapshots → users snapshot → live traffic
+   * held meanwhile (beyond the replay only) → early client frames.
+   */
   sendResumed(connection: Connection, metaJson: string, plan: ReplayPlan): void {
+    const held = connection.endReplayHold(plan.upTo);
+    const early = connection.takeEarly();
     connection.send(encodeHello(connection.identity!.json, metaJson));
     this.helloSent.inc();
     for (const frame of plan.frames) connection.send(frame);
@@ -45,5 +51,8 @@ export class HelloSequenceService {
     this.lost.inc(plan.lostTopics.length);
     this.lattices.sendSnapshots(connection);
     this.presence.sendSnapshot(connection);
+    for (const frame of early.messages) connection.send(frame);
+    for (const positioned of held) connection.send(positioned.frame);
+    for (const frame of early.frames) this.frames.onFrame(connection, frame.data, frame.isBinary);
   }
 }

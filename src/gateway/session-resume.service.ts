@@ -4,7 +4,7 @@ import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { encodeResumeMeta } from '../protocol/frames';
-import { PubSubService } from '../pubsub/pubsub.service';
+import { PubSubService, ReplayPlan } from '../pubsub/pubsub.service';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
@@ -44,7 +44,7 @@ export class SessionResumeService {
     this.sessions.resumed(connection);
     // A half-open old socket: its close no longer concerns the session (its handler sees another socket).
     if (old.readyState === old.OPEN || old.readyState === old.CONNECTING) old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
-    this.greetResumed(connection, request.offer);
+    void this.greetResumed(connection, request.offer);
     return connection;
   }
 
@@ -61,9 +61,24 @@ export class SessionResumeService {
     else this.registry.remove(connection);
   }
 
-  /** hello (resumed, lost) → missed messages → snapshots, in one synchronous step: nothing is published in between. */
-  private greetResumed(connection: Connection, offer: ResumeOffer): void {
-    const plan = this.pubsub.replayPlan(connection, offer.positions);
+  /**
+   * hello (resumed, lost) → missed messages → snapshots → live. The replay
+   * may be read from Redis (cluster mode): meanwhile the connection is held
+   * (live frames kept, then sent only beyond what was replayed: no duplicate,
+   * no gap, SPEC §12.3). A socket that closed or was replaced meanwhile gets
+   * nothing, and the token it came with stays valid.
+   */
+  private async greetResumed(connection: Connection, offer: ResumeOffer): Promise<void> {
+    const socket = connection.socket;
+    connection.holdForReplay();
+    let plan: ReplayPlan;
+    try {
+      plan = await this.pubsub.replay(connection, offer.positions);
+    } catch (err) {
+      this.logger.error({ msg: 'resume replay failed', connection_id: connection.id, error: (err as Error).message });
+      plan = { lostTopics: [], frames: [], upTo: new Map() };
+    }
+    if (connection.socket !== socket || connection.state !== 'pending') return;
     const meta = encodeResumeMeta(this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics);
     if (Logger.isLevelEnabled('log')) {
       this.logger.log({ msg: 'connection resumed', connection_id: connection.id, user_id: connection.userId, replayed: plan.frames.length, lost: plan.lostTopics.length });

@@ -14,11 +14,22 @@ export class ResumablePositions<S = object> {
     return this.subscriberCounts.has(topic);
   }
 
+  /** How many resumable subscribers `topic` has. */
+  subscriberCount(topic: string): number {
+    return this.subscriberCounts.get(topic) ?? 0;
+  }
+
   subscribed(subscriber: S, topic: string, at: HistoryPosition): void {
     let topics = this.bySubscriber.get(subscriber);
     if (topics === undefined) this.bySubscriber.set(subscriber, (topics = new Map()));
     topics.set(topic, at);
     this.subscriberCounts.set(topic, (this.subscriberCounts.get(topic) ?? 0) + 1);
+  }
+
+  /** The subscription's start, learnt later (cluster mode reads it from Redis); ignored once unsubscribed. */
+  startsAt(subscriber: S, topic: string, at: HistoryPosition): void {
+    const topics = this.bySubscriber.get(subscriber);
+    if (topics?.has(topic)) topics.set(topic, at);
   }
 
   unsubscribed(subscriber: S, topic: string): void {

@@ -1,0 +1,142 @@
+import { randomBytes } from 'node:crypto';
+import { ClusterNames, originHead } from '../cluster/channels';
+import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
+import { RedisLink } from '../cluster/redis-link';
+import type { HistoryPosition } from './topic-history';
+
+/** A publish as the history numbers it (SPEC §12.4): its position and the published JSON bytes. */
+export interface LoggedMessage {
+  readonly offset: number;
+  readonly epoch: string;
+  readonly payload: Buffer;
+}
+
+/** What Redis holds for a topic: its position, and the messages of a requested range that are still kept. */
+export interface TopicLogRead {
+  readonly epoch: string;
+  readonly offset: number;
+  readonly messages: LoggedMessage[];
+}
+
+// KEYS: position hash, stream. ARGV: origin head, payload, history size, ttl ms, fresh epoch, channel.
+// A missing hash is a new history instance (first publish, expired, or Redis lost it): a new epoch,
+// and whatever stream is left of an older instance goes. TOPIC_HISTORY_SIZE=0: no stream, offsets
+// still advance. The message goes to the topic channel in the same step, so every node sees the
+// offsets in the order the history stores them.
+const APPEND = `
+local e = redis.call('HGET', KEYS[1], 'e')
+if not e then e = ARGV[5]; redis.call('HSET', KEYS[1], 'e', e); redis.call('DEL', KEYS[2]) end
+local o = redis.call('HINCRBY', KEYS[1], 'o', 1)
+redis.call('PEXPIRE', KEYS[1], ARGV[4])
+if tonumber(ARGV[3]) > 0 then
+  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], o .. '-0', 'p', ARGV[2])
+  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+end
+redis.call('PUBLISH', ARGV[6], ARGV[1] .. '#' .. o .. ' ' .. e .. ' ' .. ARGV[2])
+return {e, o}`;
+
+// KEYS: position hash, stream. ARGV: after offset (exclusive), last offset wanted ('+' = to the end).
+// Returns {epoch, offset, entries} or {} when Redis holds no history for the topic.
+const READ = `
+local m = redis.call('HMGET', KEYS[1], 'e', 'o')
+if not m[1] then return {} end
+local o = tonumber(m[2])
+local first = tonumber(ARGV[1]) + 1
+local rows = {}
+if first <= o then
+  local last = ARGV[2]
+  if last ~= '+' then last = last .. '-0' end
+  rows = redis.call('XRANGE', KEYS[2], first .. '-0', last)
+end
+return {m[1], o, rows}`;
+
+const NOT_APPENDED = new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the message was not published; retry');
+const HASH = 0x23; // '#'
+const SPACE = 0x20;
+
+type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
+
+/**
+ * Cluster topic history (SPEC §12.4, docs/cluster.md "Topic history"): per
+ * topic a stream `th` of the last TOPIC_HISTORY_SIZE messages under ids
+ * `<offset>-0` and a hash `tp` `{o: last offset, e: epoch}`, both expiring
+ * TOPIC_HISTORY_TTL after the last publish. One script appends and publishes
+ * `#<offset> <epoch> <payload>` on the topic channel: one round trip per
+ * publish. The memory side of one node is {@link TopicHistory}.
+ */
+export class TopicLog {
+  private readonly appendScript: Script;
+  private readonly readScript: Script;
+  private readonly head: Buffer;
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly names: ClusterNames,
+    nodeId: string,
+    private readonly size: number,
+    private readonly ttlMs: number,
+  ) {
+    this.appendScript = link.script('gatewayTopicAppend', 2, APPEND);
+    this.readScript = link.script('gatewayTopicRead', 2, READ);
+    this.head = originHead(nodeId);
+  }
+
+  /**
+   * Append `payload` to the topic's history and publish it to the other
+   * nodes; resolves its position. Without Redis nothing is published:
+   * ClusterUnavailableError (503 `cluster_unavailable`, SPEC §12.4).
+   */
+  async append(topic: string, payload: Buffer): Promise<LoggedMessage> {
+    if (!this.link.isUp) throw NOT_APPENDED;
+    const args = [this.head, payload, this.size, this.ttlMs, newEpoch(), this.names.channel('t', topic)];
+    const [epoch, offset] = (await this.appendScript(this.keys(topic), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number];
+    return { offset, epoch, payload };
+  }
+
+  /** The topic's position and its kept messages after offset `after` (up to `last`, inclusive); null: no history. */
+  async read(topic: string, after: number, last: number | null = null): Promise<TopicLogRead | null> {
+    const reply = (await this.readScript(this.keys(topic), [after, last === null ? '+' : last])) as [] | [string, number, Array<[string, string[]]>];
+    if (reply.length === 0) return null;
+    const [epoch, offset, rows] = reply;
+    return { epoch, offset, messages: rows.map(([id, fields]) => ({ offset: Number.parseInt(id, 10), epoch, payload: Buffer.from(fields[1]) })) };
+  }
+
+  /**
+   * Resolves once every topic message Redis published before now has reached
+   * this node (a message that seems missing may just be on its way from
+   * another node: the publisher's reply and the channel arrive on two
+   * connections).
+   */
+  awaitInFlight(): Promise<void> {
+    return this.link.syncSubscriber();
+  }
+
+  /** Where the topic stands now; offset 0 and no epoch when Redis holds no history for it. */
+  async position(topic: string): Promise<HistoryPosition> {
+    const [epoch, offset] = (await this.link.timed('hmget', this.link.command.hmget(this.keys(topic)[0], 'e', 'o'))) as [string | null, string | null];
+    return epoch === null ? { offset: 0, epoch: null } : { offset: Number(offset), epoch };
+  }
+
+  private keys(topic: string): string[] {
+    return [this.names.topicPosition(topic), this.names.topicHistory(topic)];
+  }
+}
+
+/**
+ * Splits a topic channel message of the history's form `#<offset> <epoch> <payload>`;
+ * null for any other (a plain message frame from a node without history).
+ */
+export function decodeLoggedMessage(message: Buffer): LoggedMessage | null {
+  if (message[0] !== HASH) return null;
+  const offsetEnd = message.indexOf(SPACE, 1);
+  const epochEnd = offsetEnd < 0 ? -1 : message.indexOf(SPACE, offsetEnd + 1);
+  if (epochEnd < 0) return null;
+  const offset = Number(message.toString('latin1', 1, offsetEnd));
+  if (!Number.isSafeInteger(offset) || offset < 1) return null;
+  return { offset, epoch: message.toString('latin1', offsetEnd + 1, epochEnd), payload: message.subarray(epochEnd + 1) };
+}
+
+/** 48 random bits, base64url, as the single node's history epochs. */
+function newEpoch(): string {
+  return randomBytes(6).toString('base64url');
+}

@@ -1,0 +1,439 @@
+import Redis from 'ioredis';
+import { TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
+import { TestGateway } from './harness/gateway';
+import { api } from './harness/http';
+import { scrapeMetrics, untilMetric } from './harness/metrics';
+import { RedisServer } from './harness/redis-server';
+import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
+import { Frame, WsClient } from './harness/ws-client';
+
+/**
+ * SPEC §12.3/§12.4 in cluster mode: topic history and positions in Redis
+ * (one stream per topic, offsets cluster-wide), gap filling, the resume
+ * replay read from Redis while live traffic goes on, 503 without Redis.
+ * Resumes here are on the node that held the session (resume across nodes is
+ * cluster-resume.e2e-spec.ts).
+ */
+describe('cluster: topic history and positions (SPEC §12.4)', () => {
+  let cluster: TestCluster;
+  let redis: Redis;
+  let ownRedis: RedisServer | null = null;
+  let barriers = 0;
+
+  afterEach(async () => {
+    await cluster?.close();
+    redis?.disconnect();
+    await ownRedis?.kill();
+    ownRedis = null;
+  });
+
+  async function start(env: Record<string, string> = {}, redisUrl = TEST_REDIS_URL): Promise<[TestGateway, TestGateway]> {
+    cluster = await startTestCluster(2, { REDIS_URL: redisUrl, ...env });
+    redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+    return [cluster.nodes[0], cluster.nodes[1]];
+  }
+
+  async function optIn(node: TestGateway, user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
+    const query = `user=${user}&o=${Math.random()}`;
+    const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
+    return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
+  }
+
+  async function resume(node: TestGateway, user: string, token: string, positions: Record<string, Position> = {}): Promise<{ client: WsClient; hello: Frame }> {
+    return node.hello({ query: `user=${user}-resume`, protocols: resumeProtocols(token, positions) });
+  }
+
+  async function put(node: TestGateway, path: string, body?: unknown): Promise<void> {
+    const res = await api(node.apiUrl, 'PUT', path, body);
+    expect([path, res.status, res.text]).toEqual([path, 204, '']);
+  }
+
+  async function publish(node: TestGateway, topic: string, payload: unknown): Promise<void> {
+    const res = await api(node.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload));
+    expect([res.status, res.text]).toEqual([204, '']);
+  }
+
+  async function untilDetached(node: TestGateway, count: number): Promise<void> {
+    await untilMetric(node.apiUrl, 'gateway_sessions_detached', (v) => v === count);
+  }
+
+  async function expectNothingMore(client: WsClient): Promise<void> {
+    const requestId = `barrier-${++barriers}`;
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+  }
+
+  /** Every key of this cluster's prefix matching `pattern` (after the prefix). */
+  async function keys(pattern: string): Promise<string[]> {
+    return redis.keys(cluster.prefix + pattern);
+  }
+
+  describe('positions (12.4)', () => {
+    it('message frames carry cluster-wide offsets for publishes through both nodes, the same on every node', async () => {
+      const [a, b] = await start();
+      const onA = await optIn(a, 'ann');
+      const onB = await optIn(b, 'bob');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/a/b`);
+      await put(a, `/v1/connection/${onB.cid}/subscriptions/a/b`);
+      const through = [a, b, b, a, b];
+      for (const [i, node] of through.entries()) await publish(node, 'a/b', { n: i + 1 });
+      const seenA = await Promise.all(through.map(() => onA.client.next()));
+      const seenB = await Promise.all(through.map(() => onB.client.next()));
+      const epoch = seenA[0][1].epoch as string;
+      expect(epoch).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
+      const expected = through.map((_, i) => ['message', { topic: 'a.b', offset: i + 1, epoch }, { n: i + 1 }]);
+      expect(seenA).toEqual(expected);
+      expect(seenB).toEqual(expected);
+    });
+
+    it('legacy connections get their frames byte for byte as without history, through either node', async () => {
+      const [a, b] = await start();
+      const legacy = await a.helloAs('lee');
+      const resumable = await optIn(a, 'ann');
+      const raw: string[] = [];
+      legacy.client.socket.on('message', (data: Buffer) => raw.push(data.toString('utf8')));
+      await put(b, `/v1/connection/${legacy.cid}/subscriptions/a/b`);
+      await put(b, `/v1/connection/${resumable.cid}/subscriptions/a/b`);
+      await publish(a, 'a/b', { n: 1 });
+      await publish(b, 'a/b', { n: 2 });
+      await legacy.client.next();
+      await legacy.client.next();
+      expect(raw).toEqual(['["message",{"topic":"a.b"},{"n":1}]', '["message",{"topic":"a.b"},{"n":2}]']);
+      expect((await resumable.client.next())[1]).toMatchObject({ topic: 'a.b', offset: 1 });
+    });
+
+    it('RESUME_WINDOW=0 keeps the plain cluster path: meta {}, legacy frames, no history keys', async () => {
+      const [a, b] = await start({ RESUME_WINDOW: '0s' });
+      const { client, hello } = await a.hello({ query: 'user=ann', protocols: optInProtocols() });
+      expect(hello).toEqual(['hello', {}, { user_id: 'ann' }]);
+      const cid = await a.connectionIdOf('user=ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await publish(b, 't1', 1);
+      expect(await client.next()).toEqual(['message', { topic: 't1' }, 1]);
+      expect(await keys('t[hp]:*')).toEqual([]);
+    });
+
+    it('history keys are one stream and one position hash per topic, trimmed to TOPIC_HISTORY_SIZE, expiring TOPIC_HISTORY_TTL after the last publish', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '3', TOPIC_HISTORY_TTL: '90s' });
+      for (let n = 1; n <= 5; n++) await publish(n % 2 === 0 ? a : b, 'x/y', n);
+      const [stream] = await keys('th:*');
+      const [position] = await keys('tp:*');
+      expect(stream).toMatch(/th:\{\d+\}:x\/y$/);
+      expect(position).toMatch(/tp:\{\d+\}:x\/y$/);
+      expect(await redis.xlen(stream)).toBe(3);
+      expect((await redis.xrange(stream, '-', '+')).map(([id]) => id)).toEqual(['3-0', '4-0', '5-0']);
+      expect(await redis.hget(position, 'o')).toBe('5');
+      for (const key of [stream, position]) {
+        const ttl = await redis.pttl(key);
+        expect(ttl).toBeGreaterThan(80_000);
+        expect(ttl).toBeLessThanOrEqual(90_000);
+      }
+    });
+
+    it('TOPIC_HISTORY_SIZE=0 keeps no stream, but offsets still advance', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
+      const onA = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await publish(a, 't1', 1);
+      await publish(b, 't1', 2);
+      expect((await onA.client.next())[1]).toMatchObject({ offset: 1 });
+      expect((await onA.client.next())[1]).toMatchObject({ offset: 2 });
+      expect(await keys('th:*')).toEqual([]);
+      expect(await keys('tp:*')).toHaveLength(1);
+    });
+  });
+
+  describe('order and gaps (12.4)', () => {
+    it('a message that never reached the node over pub/sub is filled from the stream before the next one', async () => {
+      const [a, b] = await start();
+      const onA = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await publish(b, 't1', 'one');
+      const [, meta] = await onA.client.next();
+      // Append offset 2 to the history without publishing it: as if its pub/sub message was lost.
+      const [stream] = await keys('th:*');
+      const [position] = await keys('tp:*');
+      await redis.hincrby(position, 'o', 1);
+      await redis.xadd(stream, '2-0', 'p', '"two"');
+      await publish(b, 't1', 'three');
+      expect(await onA.client.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: meta.epoch }, 'two']);
+      expect(await onA.client.next()).toEqual(['message', { topic: 't1', offset: 3, epoch: meta.epoch }, 'three']);
+      await expectNothingMore(onA.client);
+    });
+
+    it('publishes through both nodes at once reach every subscriber exactly once, even without a stream (TOPIC_HISTORY_SIZE=0)', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
+      const onA = await optIn(a, 'ann');
+      const legacy = await a.helloAs('lee');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/busy`);
+      await put(b, `/v1/connection/${legacy.cid}/subscriptions/busy`);
+      const publishers = [a, a, a, b, b, b];
+      const perPublisher = 40;
+      await Promise.all(
+        publishers.map(async (node, p) => {
+          for (let n = 0; n < perPublisher; n++) await publish(node, 'busy', [p, n]);
+        }),
+      );
+      const total = publishers.length * perPublisher;
+      const offsets: number[] = [];
+      for (let i = 0; i < total; i++) offsets.push((await onA.client.next())[1].offset as number);
+      expect(offsets).toEqual(Array.from({ length: total }, (_, i) => i + 1));
+      const payloads = new Set<string>();
+      for (let i = 0; i < total; i++) payloads.add(JSON.stringify((await legacy.client.next())[2]));
+      expect(payloads.size).toBe(total);
+      await expectNothingMore(legacy.client);
+    });
+
+    it('what the history no longer holds is skipped: the client sees the jump', async () => {
+      const [a, b] = await start();
+      const onA = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await publish(b, 't1', 'one');
+      await onA.client.next();
+      const [position] = await keys('tp:*');
+      await redis.hincrby(position, 'o', 2); // offsets 2 and 3 were never kept
+      await publish(b, 't1', 'four');
+      expect((await onA.client.next()).slice(1)).toEqual([{ topic: 't1', offset: 4, epoch: expect.any(String) }, 'four']);
+      await expectNothingMore(onA.client);
+    });
+  });
+
+  describe('after a reconnect (12.4)', () => {
+    it('a message published while the node was cut off from Redis arrives once it is back, without a later publish', async () => {
+      ownRedis = await RedisServer.start();
+      const [a, b] = await start({}, ownRedis.url);
+      const onA = await optIn(a, 'ann');
+      const legacy = await a.helloAs('lee');
+      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await put(b, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+      await publish(b, 't1', 'before');
+      const [, meta] = await onA.client.next();
+      await legacy.client.next();
+      // Cut node A's subscriber off; publish through B before A has reconnected (its first retry waits 100 ms).
+      const list = (await redis.client('LIST')) as string;
+      const subscriberOfA = list.split('\n').find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
+      expect(subscriberOfA).toBeDefined();
+      await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriberOfA!)![1]);
+      await publish(b, 't1', 'while-away');
+      expect(await onA.client.next(5000)).toEqual(['message', { topic: 't1', offset: 2, epoch: meta.epoch }, 'while-away']);
+      expect(await legacy.client.next(5000)).toEqual(['message', { topic: 't1' }, 'while-away']);
+      await expectNothingMore(onA.client);
+    });
+  });
+
+  describe('resuming from the Redis history (12.3)', () => {
+    it('a resume on the same node replays, in order, what was published through the other node, then snapshots, then live', async () => {
+      const [a, b] = await start();
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await put(b, `/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 1 } }, private: { ann: { k: {} } } });
+      await client.next(); // lattice snapshot
+      await publish(b, 't1', 'seen');
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'missed-1');
+      await publish(a, 't1', 'missed-2');
+      await publish(b, 't1', 'missed-3');
+      const before = await scrapeMetrics(a.apiUrl);
+
+      const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: true, lost: [] });
+      const epoch = seen[1];
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch }, 'missed-1']);
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'missed-2']);
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch }, 'missed-3']);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1 } }]);
+      await publish(b, 't1', 'live');
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 5, epoch }, 'live']);
+      await expectNothingMore(again);
+      const after = await scrapeMetrics(a.apiUrl);
+      expect(after.value('gateway_replayed_messages_total') - before.value('gateway_replayed_messages_total')).toBe(3);
+    });
+
+    it('a call sent before the resumed hello is answered after the hello and the replay', async () => {
+      const [a, b] = await start();
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'missed');
+      const again = await a.connect({ query: 'user=ann-resume', protocols: resumeProtocols(first.token) });
+      again.send(['test.early', { request_id: 'early' }, [], {}]);
+      expect(helloMeta(await again.next())).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 1, epoch: expect.any(String) }, 'missed']);
+      expect(await again.next()).toEqual(['result', { request_id: 'early' }, { args: [], kwargs: {} }]);
+      await expectNothingMore(again);
+    });
+
+    it('a topic without a client position replays what was published after the session subscribed', async () => {
+      const [a, b] = await start();
+      await publish(b, 't1', 'before'); // offset 1
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'after'); // offset 2
+      const { client: again, hello } = await resume(a, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 'after']);
+      await expectNothingMore(again);
+    });
+
+    it('publishes racing resumes: every offset exactly once, in order, replayed or live', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '1000' });
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/race`);
+      await publish(b, 'race', 0);
+      let position = positionOf(await client.next(), 'race');
+      const from = position[0];
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      // Four publishers per node, several messages in flight at any time.
+      const perPublisher = 60;
+      const publishers = [a, a, a, a, b, b, b, b];
+      const last = from + publishers.length * perPublisher;
+      let done = 0;
+      const published = Promise.all(
+        publishers.map(async (node, p) => {
+          for (let n = 0; n < perPublisher; n++) {
+            await publish(node, 'race', [p, n]);
+            done++;
+          }
+        }),
+      );
+      // Resume again and again while they publish. Each round reads past every offset the replay
+      // could have covered (at most `done` + the publishes in flight when the hello came), then a
+      // few live ones, then drops the socket.
+      const offsets: number[] = [];
+      let token = first.token;
+      let resumes = 0;
+      while (position[0] < last) {
+        const { client: again, hello } = await resume(a, 'ann', token, { race: position });
+        expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+        token = resumeOf(hello).token;
+        resumes++;
+        const until = Math.min(last, from + done + publishers.length + 3);
+        while (position[0] < until) {
+          position = positionOf(await again.next(5000), 'race');
+          offsets.push(position[0]);
+        }
+        if (position[0] === last) {
+          await expectNothingMore(again);
+          break;
+        }
+        await dropConnection(again);
+        await untilDetached(a, 1);
+      }
+      await published;
+      expect(resumes).toBeGreaterThan(3);
+      expect(offsets).toEqual(Array.from({ length: last - from }, (_, i) => from + 1 + i));
+    });
+
+    it('lost when more was missed than TOPIC_HISTORY_SIZE keeps: nothing replayed, live continues', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '2' });
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await put(b, `/v1/connection/${cid}/subscriptions/t2`);
+      await publish(b, 't1', 'seen');
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      for (const n of [1, 2, 3]) await publish(b, 't1', n);
+      await publish(a, 't2', 'kept');
+      const before = await scrapeMetrics(a.apiUrl);
+      const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      expect(await again.next()).toEqual(['message', { topic: 't2', offset: 1, epoch: expect.any(String) }, 'kept']);
+      await publish(a, 't1', 'live');
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 5, epoch: seen[1] }, 'live']);
+      await expectNothingMore(again);
+      const after = await scrapeMetrics(a.apiUrl);
+      expect(after.value('gateway_lost_topics_total') - before.value('gateway_lost_topics_total')).toBe(1);
+    });
+
+    it('TOPIC_HISTORY_SIZE=0: a topic with missed messages is lost, one without is not', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await put(b, `/v1/connection/${cid}/subscriptions/quiet`);
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'missed');
+      const { client: again, hello } = await resume(a, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await expectNothingMore(again);
+    });
+
+    it('lost when the Redis history was wiped: the topic has a new epoch, live frames start again at 1', async () => {
+      const [a, b] = await start();
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await publish(b, 't1', 'seen');
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'gone');
+      await redis.del(...(await keys('t[hp]:*')));
+      await publish(b, 't1', 'new-1');
+      const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await publish(a, 't1', 'new-2');
+      const [, meta, payload] = await again.next();
+      expect(payload).toBe('new-2');
+      expect(meta).toEqual({ topic: 't1', offset: 2, epoch: expect.any(String) });
+      expect(meta.epoch).not.toBe(seen[1]);
+      await expectNothingMore(again);
+    });
+
+    it('lost after its own redis-server restarted empty (new epoch)', async () => {
+      ownRedis = await RedisServer.start();
+      const [a, b] = await start({}, ownRedis.url);
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await publish(b, 't1', 'seen');
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await ownRedis.kill();
+      await ownRedis.restart();
+      await waitUp(b);
+      await waitUp(a);
+      await publish(b, 't1', 'after-restart');
+      const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await publish(b, 't1', 'live');
+      const [, meta, payload] = await again.next();
+      expect([payload, meta.offset]).toEqual(['live', 2]);
+      expect(meta.epoch).not.toBe(seen[1]);
+    });
+  });
+
+  describe('without Redis (12.4)', () => {
+    it('a publish answers 503 cluster_unavailable and reaches no connection, local ones included', async () => {
+      ownRedis = await RedisServer.start();
+      const [a] = await start({}, ownRedis.url);
+      const onA = await optIn(a, 'ann');
+      const legacy = await a.helloAs('lee');
+      await put(a, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await put(a, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+      await ownRedis.kill();
+      await waitDown(a);
+      const res = await api(a.apiUrl, 'POST', '/v1/publish/t1', '"lost"');
+      expect(res.status).toBe(503);
+      expect(JSON.parse(res.text)).toEqual({ error: 'cluster_unavailable', message: expect.any(String) });
+      const batch = await api(a.apiUrl, 'POST', '/v1/batch', { commands: [{ method: 'POST', path: '/v1/publish/t1', body: 1 }] });
+      expect(batch.status).toBe(200);
+      expect((JSON.parse(batch.text) as { results: unknown[] }).results).toEqual([{ status: 503, error: 'cluster_unavailable', message: expect.any(String) }]);
+      await expectNothingMore(onA.client);
+      await expectNothingMore(legacy.client);
+    });
+  });
+
+  async function waitUp(node: TestGateway): Promise<void> {
+    await untilMetric(node.apiUrl, 'gateway_redis_up', (v) => v === 1, 10_000);
+  }
+
+  async function waitDown(node: TestGateway): Promise<void> {
+    await untilMetric(node.apiUrl, 'gateway_redis_up', (v) => v === 0, 10_000);
+  }
+});
