@@ -37,6 +37,13 @@ export class Connection {
   private earlyMessages: Buffer[] | null = null;
   private earlyMessagesBytes = 0;
   private isSlow = false;
+  /**
+   * Cluster mode (SPEC §12.5): the session's generation in its record (each
+   * takeover increments it), and whether another node took it over: this
+   * node then forgets it without any presence change.
+   */
+  generation = 0;
+  isHandedOver = false;
   /** The close code and reason we sent, null while we have not closed. */
   closedWith: { readonly code: number; readonly reason: string } | null = null;
 

@@ -2,10 +2,15 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { LatticeService } from '../lattice/lattice.service';
 import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { encodeResumeMeta } from '../protocol/frames';
+import { Identity } from '../protocol/identity';
 import { PubSubService } from '../pubsub/pubsub.service';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
+import { SessionRecord } from '../resume/session-records';
+import { SessionsService } from '../sessions/sessions.service';
+import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
 import { ResumeOffer, ResumeRequest } from './resume-offer';
@@ -13,6 +18,8 @@ import { ResumeOffer, ResumeRequest } from './resume-offer';
 /**
  * The WebSocket edge of SPEC §12: the hello meta of a resumable session, a
  * resume onto a new socket, and what a closed socket means for its session.
+ * In cluster mode (§12.5) a resume goes through the session's record in
+ * Redis, so it works on any node; a session held elsewhere is rebuilt here.
  */
 @Injectable()
 export class SessionResumeService {
@@ -23,28 +30,39 @@ export class SessionResumeService {
     private readonly sessions: ResumableSessionsService,
     private readonly pubsub: PubSubService,
     private readonly helloSequence: HelloSequenceService,
-  ) {}
+    private readonly lattices: LatticeService,
+    private readonly presence: PresenceService,
+    private readonly activity: SessionsService,
+  ) {
+    const records = sessions.records;
+    if (records !== null) {
+      sessions.readSubscriptionsWith((connection) => ({
+        topics: pubsub.topicPositionsOf(connection),
+        namespaces: lattices.namespacesOf(connection),
+        watch: presence.watchListOf(connection),
+      }));
+      // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
+      activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
+    }
+  }
 
   /**
    * SPEC §12.3: resume the session `request` names onto `socket`, or null when
-   * it cannot be (the handshake then proceeds as a normal connection).
+   * it cannot be (the handshake then proceeds as a normal connection). In
+   * cluster mode the answer comes from Redis: a promise.
    */
-  resume(socket: GatewaySocket, handler: Handler, request: ResumeRequest): Connection | null {
+  resume(socket: GatewaySocket, handler: Handler, request: ResumeRequest): Connection | null | Promise<Connection | null> {
     if (request.kind === 'unreadable') {
       this.sessions.countFailure('invalid');
       return null;
     }
     if (request.kind !== 'resume') return null;
+    if (this.sessions.records !== null) return this.resumeInCluster(socket, handler, request.offer);
     const found = this.sessions.lookUp(request.offer.token, handler.name);
     if (!found.ok) return null;
     const connection = found.connection;
-    const old = connection.socket;
-    this.registry.reattach(connection, socket);
-    socket.connection = connection;
-    this.sessions.resumed(connection);
-    // A half-open old socket: its close no longer concerns the session (its handler sees another socket).
-    if (old.readyState === old.OPEN || old.readyState === old.CONNECTING) old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
-    this.greetResumed(connection, request.offer);
+    this.reattach(connection, socket);
+    this.greetResumed(connection, request.offer, this.sessions.issueToken(connection), NO_FRAMES);
     return connection;
   }
 
@@ -55,19 +73,86 @@ export class SessionResumeService {
     return encodeResumeMeta(this.sessions.issueToken(connection), this.sessions.windowSeconds, isFailedResume ? false : undefined);
   }
 
+  /** Cluster mode: before hello, the new session's record is written (resumable on any node from then on). */
+  started(connection: Connection): Promise<void> | undefined {
+    return connection.isResumable ? this.sessions.started(connection) : undefined;
+  }
+
   /** The socket of `connection` closed: a resumable session may be detached (SPEC §12.2), anything else ends. */
   socketClosed(connection: Connection, peerCloseCode: number): void {
     if (connection.isResumable) this.sessions.socketClosed(connection, peerCloseCode);
     else this.registry.remove(connection);
   }
 
+  /**
+   * SPEC §12.5: the takeover script moved the session to this node at once.
+   * Held here already: it takes the new socket. Held elsewhere or by no
+   * node: rebuilt from its record under the same connection id, user and
+   * authorization response, subscriptions back in place before the hello.
+   */
+  private async resumeInCluster(socket: GatewaySocket, handler: Handler, offer: ResumeOffer): Promise<Connection | null> {
+    const taken = await this.sessions.takeOver(offer.token, handler.name);
+    if (!taken.ok) return null;
+    const { record, token } = taken;
+    const local = this.registry.get(record.connectionId);
+    if (local !== undefined && local.isResumable && record.previousHolder === this.registry.nodeId) {
+      local.generation = record.generation;
+      this.reattach(local, socket);
+      this.sessions.adoptToken(local, token);
+      this.greetResumed(local, offer, token, NO_FRAMES);
+      return local;
+    }
+    // A stale copy here (this node was paused past its liveness timeout, say): the record wins.
+    if (local !== undefined) this.sessions.handOver(local);
+    return this.rebuild(socket, handler, record, offer, token);
+  }
+
+  private async rebuild(socket: GatewaySocket, handler: Handler, record: SessionRecord, offer: ResumeOffer, token: string): Promise<Connection | null> {
+    const connection = this.registry.adopt(record.connectionId, socket, handler);
+    connection.generation = record.generation;
+    connection.identity = new Identity(record.userId, record.authJson);
+    this.registry.bindUser(connection, record.userId);
+    socket.connection = connection;
+    this.activity.adopted(connection, record.deadlineAt);
+    this.sessions.adoptToken(connection, token);
+    this.sessions.records!.adopted(record);
+    const positions = new Map([...record.topics].map(([topic, [offset, epoch]]) => [topic, { offset, epoch }]));
+    await Promise.all([
+      this.pubsub.restoreSubscriptions(connection, positions),
+      this.lattices.restoreSubscriptions(connection, record.namespaces),
+      record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
+    ]);
+    // Ended meanwhile (DELETE /v1/connection, or taken over again).
+    if (connection.state === 'closed') return connection;
+    // Messages published while the subscriptions came back: after the replay, before the snapshots.
+    const early = connection.takeEarly().messages;
+    this.registry.reattach(connection, socket);
+    if (Logger.isLevelEnabled('log')) {
+      this.logger.log({ msg: 'session taken over', connection_id: connection.id, user_id: record.userId, from_node: record.previousHolder === '' ? null : record.previousHolder });
+    }
+    this.greetResumed(connection, offer, token, early);
+    return connection;
+  }
+
+  /** The session takes `socket`; a half-open old socket is closed with 4409 (its close no longer concerns the session). */
+  private reattach(connection: Connection, socket: GatewaySocket): void {
+    const old = connection.socket;
+    this.registry.reattach(connection, socket);
+    socket.connection = connection;
+    if (old !== socket && (old.readyState === old.OPEN || old.readyState === old.CONNECTING)) old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
+  }
+
   /** hello (resumed, lost) → missed messages → snapshots, in one synchronous step: nothing is published in between. */
-  private greetResumed(connection: Connection, offer: ResumeOffer): void {
+  private greetResumed(connection: Connection, offer: ResumeOffer, token: string, early: readonly Buffer[]): void {
+    this.sessions.resumed(connection);
     const plan = this.pubsub.replayPlan(connection, offer.positions);
-    const meta = encodeResumeMeta(this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics);
+    for (const frame of early) plan.frames.push(frame);
+    const meta = encodeResumeMeta(token, this.sessions.windowSeconds, true, plan.lostTopics);
     if (Logger.isLevelEnabled('log')) {
       this.logger.log({ msg: 'connection resumed', connection_id: connection.id, user_id: connection.userId, replayed: plan.frames.length, lost: plan.lostTopics.length });
     }
     this.helloSequence.sendResumed(connection, meta, plan);
   }
 }
+
+const NO_FRAMES: readonly Buffer[] = [];

@@ -8,7 +8,7 @@ import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames
 import { pathToWire } from '../protocol/identifiers';
 import { isResumeOffered } from '../resume/resume-settings';
 import { ResumablePositions } from './resumable-positions';
-import { TopicHistory } from './topic-history';
+import { HistoryPosition, TopicHistory } from './topic-history';
 import { TopicIndex } from './topic-index';
 
 const FRAME_TAIL = Buffer.from(']');
@@ -139,21 +139,51 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     return positioned;
   }
 
+  /**
+   * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
+   * position at which it subscribed to each, as its session record keeps them.
+   */
+  topicPositionsOf(connection: Connection): Map<string, readonly [number, string | null]> {
+    const out = new Map<string, readonly [number, string | null]>();
+    for (const topic of this.index.topicsOf(connection) ?? []) {
+      const at = this.positions.subscribedAt(connection, topic);
+      out.set(topic, [at.offset, at.epoch]);
+    }
+    return out;
+  }
+
+  /**
+   * SPEC §12.5 (SESSIONS): a session taken over from another node gets its
+   * topic subscriptions back, with the positions at which it subscribed;
+   * resolves once this node listens to every one of the topics.
+   */
+  async restoreSubscriptions(connection: Connection, positions: ReadonlyMap<string, HistoryPosition>): Promise<void> {
+    for (const [topic, at] of positions) {
+      if (this.index.add(topic, connection) && this.history !== null) this.positions.subscribed(connection, topic, at);
+    }
+    this.metrics.topics.set(this.index.topicCount);
+    await Promise.all([...positions.keys()].map((topic) => this.broker.join('t', topic)));
+  }
+
   private applySubscribe(connectionId: string, topic: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
     const isNew = this.index.add(topic, connection);
     if (isNew && connection.isResumable && this.history !== null) this.positions.subscribed(connection, topic, this.history.position(topic));
     this.metrics.topics.set(this.index.topicCount);
-    return this.broker.join('t', topic);
+    const joined = this.broker.join('t', topic);
+    // Cluster mode: the session record says so before the 204 (SPEC §12.5).
+    const recorded = isNew ? this.registry.subscriptionsChanged(connection) : undefined;
+    return recorded === undefined ? joined : Promise.all([joined, recorded]).then(() => undefined);
   }
 
-  private applyUnsubscribe(connectionId: string, topic: string): void {
+  private applyUnsubscribe(connectionId: string, topic: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !this.index.remove(topic, connection)) return;
     if (connection.isResumable) this.positions.unsubscribed(connection, topic);
     this.leaveIfUnused(topic);
     this.metrics.topics.set(this.index.topicCount);
+    return this.registry.subscriptionsChanged(connection);
   }
 
   private leaveIfUnused(topic: string): void {
