@@ -176,7 +176,11 @@ export class RedisBroker extends Broker {
   /** The owner named by a connection id is gone: the session may live on another node (SPEC §12.5). */
   private async relocate(kind: string, connectionId: string, json: unknown, owner: string): Promise<void> {
     const holder = await this.locator!.holderOf(connectionId).catch(() => null);
-    if (holder === null || holder === '' || holder === owner) return;
+    if (holder === null || holder === '' || holder === owner) {
+      const unreachable = await this.goneOrCutOff(owner);
+      if (unreachable !== null) throw unreachable;
+      return;
+    }
     if (holder === this.nodeId) return this.applyHeld(kind, connectionId, this.decode(kind, json));
     return this.enqueue(this.names.node(holder), holder, kind, connectionId, this.decode(kind, json));
   }
@@ -224,9 +228,7 @@ export class RedisBroker extends Broker {
     // The every-node channel counts this node too, which skips its own message.
     const expected = owner === null ? receivers - 1 : receivers;
     if (expected <= 0 && owner !== null && this.locator !== null) {
-      const gone = await this.goneOrCutOff(owner);
-      if (gone !== null) return this.finish(ids, gone);
-      // Each command follows its connection to the node holding it now, if any.
+      // Each command follows its connection to the node holding it now, if another one does.
       for (const [kind, target, json, id] of commands) {
         this.relocate(kind, target, json, owner).then(
           () => this.finish([id], null),

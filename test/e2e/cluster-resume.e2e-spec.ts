@@ -1,7 +1,7 @@
 import Redis from 'ioredis';
 import { ChildGateway } from './harness/child-gateway';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
-import { ProcessCluster, StatusMirror } from './harness/cluster-nodes';
+import { ProcessCluster, StatusMirror, untilRedisHas } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
@@ -215,9 +215,10 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     let upstream: FakeUpstream;
     let cluster: ProcessCluster;
     let watchNode: TestGateway;
+    let prefix: string;
     beforeEach(async () => {
       upstream = await FakeUpstream.start();
-      const prefix = randomPrefix();
+      prefix = randomPrefix();
       cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '20s' });
       watchNode = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', RESUME_WINDOW: '20s' }, undefined, upstream);
     });
@@ -250,7 +251,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       expect(watcher.seen.slice(1).filter(([, register]) => register[1] === 'offline')).toEqual([]);
     }, 60_000);
 
-    it('SIGTERM drain: 1012, presence unchanged, then a resume on the other node; offline only after the window when nobody resumes', async () => {
+    it('SIGTERM drain: 1012, presence unchanged, then a resume on the other node', async () => {
       const nodeD = await cluster.start('nodeD');
       const watcher = await watcherOf(watchNode, upstream, 'ann');
       const ann = await optIn(nodeD, upstream, 'ann');
@@ -268,17 +269,25 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('node death with nobody resuming: the user stays present until the window ends, then offline', async () => {
       await cluster.close();
-      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, (cluster as unknown as { prefix: string }).prefix, { RESUME_WINDOW: '3s', NEW_CONNECTION_IDLE_TIMEOUT: '1s' });
+      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '3s', NEW_CONNECTION_IDLE_TIMEOUT: '1s' });
       const nodeK = await cluster.start('nodeK');
       const watcher = await watcherOf(watchNode, upstream, 'ann');
-      await optIn(nodeK, upstream, 'ann');
+      const { cid } = await optIn(nodeK, upstream, 'ann');
       await watcher.until('ann', 'active', 3000);
       nodeK.kill('SIGKILL');
-      const killedAt = Date.now();
-      // The deadline passes first: inactive (never offline) while the session counts.
-      await watcher.until('ann', 'offline', 25_000);
-      expect(watcher.seen.some(([, register]) => register[1] === 'inactive')).toBe(true);
-      expect(Date.now() - killedAt).toBeGreaterThanOrEqual(3000);
+      // Declared dead (≤ 15 s): the session is detached from then on, held by no node, for its 3 s window.
+      const redis = new Redis(TEST_REDIS_URL);
+      let detachedAt: number;
+      try {
+        await untilRedisHas(redis, async (r) => (await r.zscore(`${prefix}ro`, cid)) !== null, 'the orphaned session', 20_000);
+        detachedAt = Date.now();
+      } finally {
+        redis.disconnect();
+      }
+      // The deadline passed meanwhile: inactive, never offline, while the session counts.
+      const offlineAt = await watcher.until('ann', 'offline', 10_000);
+      expect(watcher.seen.map(([, register]) => register[1])).toEqual(['offline', 'active', 'inactive', 'offline']);
+      expect(offlineAt - detachedAt).toBeGreaterThanOrEqual(2500);
     }, 60_000);
   });
 });
