@@ -30,6 +30,12 @@ export interface ConnectionLocator {
   isHere(connectionId: string): boolean;
   /** The node its session record names; '' when none holds it, null when there is no record. */
   holderOf(connectionId: string): Promise<string | null>;
+  /**
+   * Apply a command to a session held by no node (its record): the node
+   * holding it when one took it meanwhile (the command goes there), null when
+   * applied or when there is no such session.
+   */
+  applyToRecord(kind: string, connectionId: string, data: unknown): Promise<string | null>;
 }
 
 /**

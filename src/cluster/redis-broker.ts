@@ -168,6 +168,12 @@ export class RedisBroker extends Broker {
     const locator = this.locator;
     if (locator === null || locator.isHere(connectionId)) return this.applyLocal(kind, connectionId, data);
     const holder = await locator.holderOf(connectionId).catch(() => null);
+    return this.toHolder(kind, connectionId, data, holder);
+  }
+
+  /** Send a command to the node holding its session; '' = none does: applied to the session's record. */
+  private async toHolder(kind: string, connectionId: string, data: unknown, holder: string | null): Promise<void> {
+    if (holder === '') holder = await this.locator!.applyToRecord(kind, connectionId, data);
     if (holder === null || holder === '' || holder === this.nodeId) return this.applyLocal(kind, connectionId, data);
     this.assertUp();
     return this.enqueue(this.names.node(holder), holder, kind, connectionId, data);
@@ -176,13 +182,12 @@ export class RedisBroker extends Broker {
   /** The owner named by a connection id is gone: the session may live on another node (SPEC §12.5). */
   private async relocate(kind: string, connectionId: string, json: unknown, owner: string): Promise<void> {
     const holder = await this.locator!.holderOf(connectionId).catch(() => null);
-    if (holder === null || holder === '' || holder === owner) {
+    if (holder === null || holder === owner) {
       const unreachable = await this.goneOrCutOff(owner);
       if (unreachable !== null) throw unreachable;
       return;
     }
-    if (holder === this.nodeId) return this.applyHeld(kind, connectionId, this.decode(kind, json));
-    return this.enqueue(this.names.node(holder), holder, kind, connectionId, this.decode(kind, json));
+    return this.toHolder(kind, connectionId, this.decode(kind, json), holder);
   }
 
   private decode(kind: string, json: unknown): unknown {

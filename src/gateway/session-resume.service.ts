@@ -8,7 +8,8 @@ import { encodeResumeMeta } from '../protocol/frames';
 import { Identity } from '../protocol/identity';
 import { PubSubService } from '../pubsub/pubsub.service';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
-import { SessionRecord } from '../resume/session-records';
+import { OrphanEdit, SessionRecord, SessionRecords } from '../resume/session-records';
+import { LatticeBody } from '../lattice/lattice-body';
 import { SessionsService } from '../sessions/sessions.service';
 import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
@@ -43,7 +44,50 @@ export class SessionResumeService {
       }));
       // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
       activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
+      sessions.applyToRecordWith((kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data));
     }
+  }
+
+  /**
+   * SPEC §12.2 in cluster mode: a /v1 command for a session whose node
+   * drained or died, not resumed yet, is written into its record, so its
+   * effect is there on resume. A lattice subscription's body goes into the
+   * namespace's log first, as any update. Returns the holder when a node took
+   * the session meanwhile (the command is sent there).
+   */
+  private async applyToRecord(records: SessionRecords, kind: string, connectionId: string, data: unknown): Promise<string | null> {
+    let edit: OrphanEdit;
+    switch (kind) {
+      case 'topic_subscribe':
+        // No cluster-wide position to start from yet: a replay then starts at the topic's history start.
+        edit = { op: 'set', field: 't:' + (data as string), value: '[0,null]' };
+        break;
+      case 'topic_unsubscribe':
+        edit = { op: 'del', field: 't:' + (data as string) };
+        break;
+      case 'lattice_subscribe': {
+        const { namespace, body } = data as { namespace: string; body: LatticeBody };
+        await this.lattices.update(namespace, body);
+        edit = { op: 'set', field: 'l:' + namespace, value: '1' };
+        break;
+      }
+      case 'lattice_unsubscribe':
+        edit = { op: 'del', field: 'l:' + (data as string) };
+        break;
+      case 'users_subscribe':
+        edit = { op: 'watch', users: data as readonly string[] };
+        break;
+      case 'users_unsubscribe':
+        edit = { op: 'del', field: 'wu' };
+        break;
+      case 'connection_disconnect':
+        edit = { op: 'end' };
+        break;
+      default:
+        return null;
+    }
+    const holder = await records.editOrphan(connectionId, edit);
+    return holder === '' ? null : holder;
   }
 
   /**

@@ -42,6 +42,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
   /** Cluster mode (SPEC §12.5): the sessions' records in Redis; null on one node. */
   readonly records: SessionRecords | null = null;
   private subscriptionsOf: (connection: Connection) => SessionSubscriptions = () => NO_SUBSCRIPTIONS;
+  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<string | null> = () => Promise.resolve(null);
 
   constructor(
     private readonly config: GatewayConfig,
@@ -55,9 +56,23 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (cluster.link !== null && isResumeOffered(config)) {
       const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held()));
       registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)));
-      broker.locate({ isHere: (connectionId) => registry.get(connectionId) !== undefined, holderOf: (connectionId) => records.holderOf(connectionId) });
+      broker.locate({
+        isHere: (connectionId) => registry.get(connectionId) !== undefined,
+        holderOf: (connectionId) => records.holderOf(connectionId),
+        applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
+      });
       broker.handle<number>('session_taken', (connectionId, generation) => this.takenElsewhere(connectionId, generation));
     }
+  }
+
+  /**
+   * How a /v1 command reaches a session held by no node (SPEC §12.2: it
+   * applies to the detached session): the gateway, which sees every feature,
+   * turns it into an edit of the record. Returns the holder when a node took
+   * the session meanwhile.
+   */
+  applyToRecordWith(apply: (kind: string, connectionId: string, data: unknown) => Promise<string | null>): void {
+    this.orphanCommand = apply;
   }
 
   /** Where a session's subscriptions are read for its record (the gateway, which sees every feature). */

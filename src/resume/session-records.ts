@@ -133,9 +133,32 @@ end
 redis.call('DEL', set)
 return n`;
 
-// Orphaned sessions whose window ended: each ends as if its connection closed then (SPEC §12.2, §8).
+/** Ends an orphaned session `cid` (record key `rk`, fields r = {n, uk, d}) as if its connection closed now (SPEC §12.2, §8). */
+const END_ORPHAN = `local function endOrphan(p, cid, rk, r, now, origin)
+  local uk = r[2]
+  redis.call('DEL', rk)
+  redis.call('ZREM', p .. 'ro', cid)
+  redis.call('SET', p .. 'rt:' .. r[3], '', 'PX', ${ENDED_TTL_MS})
+  if redis.call('HINCRBY', uk, 'c:*', -1) <= 0 then redis.call('HDEL', uk, 'c:*') end
+  local total, s, ver = 0, false, 0
+  local fields = redis.call('HGETALL', uk)
+  for i = 1, #fields, 2 do
+    local k, v = fields[i], fields[i + 1]
+    if k:sub(1, 2) == 'c:' then total = total + tonumber(v)
+    elseif k == 's' then s = v elseif k == 'ver' then ver = tonumber(v) end
+  end
+  if total <= 0 and s == 'inactive' then
+    ver = math.max(now, ver + 1)
+    redis.call('DEL', uk)
+    redis.call('ZREM', p .. 'deadlines', uk)
+    redis.call('PUBLISH', uk, origin .. '["offline",' .. ver .. ']')
+  end
+end`;
+
+// Orphaned sessions whose window ended: each ends as if its connection closed then.
 // ARGV: prefix, batch, origin head.
 const END_ORPHANS = `${NOW}
+${END_ORPHAN}
 local p = ARGV[1]
 local out = {}
 for _, cid in ipairs(redis.call('ZRANGEBYSCORE', p .. 'ro', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))) do
@@ -143,27 +166,42 @@ for _, cid in ipairs(redis.call('ZRANGEBYSCORE', p .. 'ro', '-inf', now, 'LIMIT'
   local rk = p .. 'rs:' .. cid
   local r = redis.call('HMGET', rk, 'n', 'uk', 'd')
   if r[1] == '' and r[2] then
-    local uk = r[2]
-    redis.call('DEL', rk)
-    redis.call('SET', p .. 'rt:' .. r[3], '', 'PX', ${ENDED_TTL_MS})
-    if redis.call('HINCRBY', uk, 'c:*', -1) <= 0 then redis.call('HDEL', uk, 'c:*') end
-    local total, s, ver = 0, false, 0
-    local fields = redis.call('HGETALL', uk)
-    for i = 1, #fields, 2 do
-      local k, v = fields[i], fields[i + 1]
-      if k:sub(1, 2) == 'c:' then total = total + tonumber(v)
-      elseif k == 's' then s = v elseif k == 'ver' then ver = tonumber(v) end
-    end
-    if total <= 0 and s == 'inactive' then
-      ver = math.max(now, ver + 1)
-      redis.call('DEL', uk)
-      redis.call('ZREM', p .. 'deadlines', uk)
-      redis.call('PUBLISH', uk, ARGV[3] .. '["offline",' .. ver .. ']')
-    end
+    endOrphan(p, cid, rk, r, now, ARGV[3])
     table.insert(out, cid)
   end
 end
 return out`;
+
+// A /v1 command for a session held by no node (SPEC §12.2: it applies to the detached session).
+// ARGV: prefix, cid, op 'set'|'del'|'watch'|'end', field, value, origin head.
+// Returns the holder when a node holds it (the command goes there), '' when applied, false without a session.
+const EDIT_ORPHAN = `${NOW}
+${END_ORPHAN}
+local p, cid, op = ARGV[1], ARGV[2], ARGV[3]
+local rk = p .. 'rs:' .. cid
+local n = redis.call('HGET', rk, 'n')
+if not n then return false end
+if n ~= '' then return n end
+if op == 'set' then redis.call('HSET', rk, ARGV[4], ARGV[5])
+elseif op == 'del' then redis.call('HDEL', rk, ARGV[4])
+elseif op == 'watch' then
+  local list = {}
+  local seen = {}
+  local cur = redis.call('HGET', rk, 'wu')
+  if cur then for _, u in ipairs(cjson.decode(cur)) do if not seen[u] then seen[u] = true; table.insert(list, u) end end end
+  for _, u in ipairs(cjson.decode(ARGV[5])) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
+  redis.call('HSET', rk, 'wu', cjson.encode(list))
+elseif op == 'end' then
+  endOrphan(p, cid, rk, redis.call('HMGET', rk, 'n', 'uk', 'd'), now, ARGV[6])
+end
+return ''`;
+
+/** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
+export type OrphanEdit =
+  | { readonly op: 'set'; readonly field: string; readonly value: string }
+  | { readonly op: 'del'; readonly field: string }
+  | { readonly op: 'watch'; readonly users: readonly string[] }
+  | { readonly op: 'end' };
 
 type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
 
@@ -192,6 +230,7 @@ export class SessionRecords {
   private readonly takeoverScript: Script;
   private readonly orphanScript: Script;
   private readonly endOrphansScript: Script;
+  private readonly editOrphanScript: Script;
   private readonly written = new Map<string, Written>();
   /** Writes of this tick: connection id → the record's new state (a start, or subscriptions). */
   private readonly pending = new Map<string, { start?: SessionStart; subscriptions?: SessionSubscriptions; windowEndAt?: number }>();
@@ -210,6 +249,7 @@ export class SessionRecords {
     this.takeoverScript = link.script('gatewaySessionTakeover', 1, TAKEOVER);
     this.orphanScript = link.script('gatewaySessionOrphan', 0, ORPHAN);
     this.endOrphansScript = link.script('gatewaySessionEndOrphans', 0, END_ORPHANS);
+    this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
     this.scheduleOrphanPoll();
@@ -276,6 +316,18 @@ export class SessionRecords {
   /** The node holding a session, '' when none does (orphaned), null when there is no such session. */
   async holderOf(connectionId: string): Promise<string | null> {
     return this.link.command.hget(this.names.session(connectionId), 'n');
+  }
+
+  /**
+   * Apply `edit` to the record of a session held by no node. Returns the
+   * node holding it when one does (the command belongs there), '' when
+   * applied, null when there is no such session.
+   */
+  async editOrphan(connectionId: string, edit: OrphanEdit): Promise<string | null> {
+    const field = edit.op === 'set' || edit.op === 'del' ? edit.field : '';
+    const value = edit.op === 'set' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
+    const reply = (await this.editOrphanScript([], [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN])) as string | null;
+    return reply;
   }
 
   /**

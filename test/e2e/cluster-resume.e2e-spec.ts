@@ -124,6 +124,10 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       const call = await c.upstream.nextRequest((r) => r.path.endsWith('/test/echo'));
       expect((call.body as [{ connection_id: string }])[0].connection_id).toBe(cid);
       await expectNothingMore(again);
+      const logs = [...a.logs, ...b.logs, ...x.logs].join('\n');
+      expect(logs).toContain('session taken over');
+      expect(logs).not.toContain(first.token);
+      expect(logs).not.toContain(second.token);
     });
 
     it('closes the half-open old socket on node A with 4409 session_resumed; presence stays', async () => {
@@ -260,11 +264,31 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       nodeD.kill('SIGTERM');
       expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
       expect((await nodeD.exit(5000)).code).toBe(0);
+      // Held by no node now: /v1 commands apply to the detached session (SPEC §12.2), through its record.
+      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t2`);
+      await put(watchNode, `/v1/connection/${ann.cid}/lattices/ns`, { private: { ann: { k: { v_counter: 2 } } } });
+      await put(watchNode, `/v1/connection/${ann.cid}/users`, ['bob']);
       const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 2 } }]);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [0, 'offline'] } }]);
       await publish(watchNode, 't1', 'after');
       await expectMessage(again, 't1', 'after');
+      await publish(watchNode, 't2', 'while-detached');
+      await expectMessage(again, 't2', 'while-detached');
       expect(watcher.seen.slice(1).filter(([, register]) => register[1] === 'offline')).toEqual([]);
+    }, 60_000);
+
+    it('DELETE /v1/connection of a session whose node drained ends it: its token resumes nothing', async () => {
+      const nodeD = await cluster.start('nodeD');
+      const ann = await optIn(nodeD, upstream, 'ann');
+      nodeD.kill('SIGTERM');
+      expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
+      await nodeD.exit(5000);
+      expect((await api(watchNode.apiUrl, 'DELETE', `/v1/connection/${ann.cid}`)).status).toBe(204);
+      const { hello } = await resume(watchNode, 'ann', ann.resume.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
     }, 60_000);
 
     it('node death with nobody resuming: the user stays present until the window ends, then offline', async () => {
