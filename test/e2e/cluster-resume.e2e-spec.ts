@@ -215,6 +215,42 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     });
   });
 
+  describe('two handlers', () => {
+    const handlers = (url: string) => `
+destinations:
+  app: { url: "${url}" }
+handlers:
+  one: { path: /one, message_handlers: { "*": app/ } }
+  two: { path: /two, message_handlers: { "*": app/ } }
+`;
+    let upstream: FakeUpstream;
+    const nodes: TestGateway[] = [];
+    afterEach(async () => {
+      await Promise.all(nodes.splice(0).map((node) => node.close()));
+      await upstream.close();
+    });
+
+    it('a token of another handler falls back to a normal connect on that handler, and stays valid on its own', async () => {
+      upstream = await FakeUpstream.start();
+      const prefix = randomPrefix();
+      for (const nodeId of ['nodeA', 'nodeB']) nodes.push(await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId }, handlers, upstream));
+      const [a, b] = nodes;
+      const query = `user=ann&q=${++queries}`;
+      const { client, hello } = await WsClient.hello(a.wsUrl, { path: '/one', query, protocols: optInProtocols() });
+      clients.push(client);
+      const token = resumeOf(hello).token;
+      await dropConnection(client);
+      const other = await WsClient.hello(b.wsUrl, { path: '/two', query: `user=eve&q=${++queries}`, protocols: resumeProtocols(token) });
+      clients.push(other.client);
+      expect(helloMeta(other.hello)).toMatchObject({ resumed: false });
+      expect(other.hello[2]).toEqual({ user_id: 'eve' });
+      const same = await WsClient.hello(b.wsUrl, { path: '/one', query: `user=x&q=${++queries}`, protocols: resumeProtocols(token) });
+      clients.push(same.client);
+      expect(helloMeta(same.hello)).toMatchObject({ resumed: true });
+      expect(same.hello[2]).toEqual({ user_id: 'ann' });
+    });
+  });
+
   describe('nodes as processes', () => {
     let upstream: FakeUpstream;
     let cluster: ProcessCluster;
@@ -296,7 +332,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '3s', NEW_CONNECTION_IDLE_TIMEOUT: '1s' });
       const nodeK = await cluster.start('nodeK');
       const watcher = await watcherOf(watchNode, upstream, 'ann');
-      const { cid } = await optIn(nodeK, upstream, 'ann');
+      const { cid, resume: first } = await optIn(nodeK, upstream, 'ann');
       await watcher.until('ann', 'active', 3000);
       nodeK.kill('SIGKILL');
       // Declared dead (≤ 15 s): the session is detached from then on, held by no node, for its 3 s window.
@@ -312,6 +348,10 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       const offlineAt = await watcher.until('ann', 'offline', 10_000);
       expect(watcher.seen.map(([, register]) => register[1])).toEqual(['offline', 'active', 'inactive', 'offline']);
       expect(offlineAt - detachedAt).toBeGreaterThanOrEqual(2500);
+      // Its window is over: its token resumes nothing.
+      const { hello } = await resume(watchNode, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
     }, 60_000);
   });
 });
