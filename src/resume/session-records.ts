@@ -196,6 +196,22 @@ elseif op == 'end' then
 end
 return ''`;
 
+// DELETE /v1/user/<user>/connections (SPEC §12.6) for the sessions of `user` held by no node.
+// ARGV: prefix, user id, origin head. Orphans are few (they wait for their client after a drain or a death).
+const END_USER_ORPHANS = `${NOW}
+${END_ORPHAN}
+local p = ARGV[1]
+local n = 0
+for _, cid in ipairs(redis.call('ZRANGE', p .. 'ro', 0, -1)) do
+  local rk = p .. 'rs:' .. cid
+  local r = redis.call('HMGET', rk, 'n', 'uk', 'd', 'u')
+  if r[1] == '' and r[4] == ARGV[2] then
+    endOrphan(p, cid, rk, r, now, ARGV[3])
+    n = n + 1
+  end
+end
+return n`;
+
 /** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
 export type OrphanEdit =
   | { readonly op: 'set'; readonly field: string; readonly value: string }
@@ -231,6 +247,7 @@ export class SessionRecords {
   private readonly orphanScript: Script;
   private readonly endOrphansScript: Script;
   private readonly editOrphanScript: Script;
+  private readonly endUserOrphansScript: Script;
   private readonly written = new Map<string, Written>();
   /** Writes of this tick: connection id → the record's new state (a start, or subscriptions). */
   private readonly pending = new Map<string, { start?: SessionStart; subscriptions?: SessionSubscriptions; windowEndAt?: number }>();
@@ -250,6 +267,7 @@ export class SessionRecords {
     this.orphanScript = link.script('gatewaySessionOrphan', 0, ORPHAN);
     this.endOrphansScript = link.script('gatewaySessionEndOrphans', 0, END_ORPHANS);
     this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
+    this.endUserOrphansScript = link.script('gatewaySessionEndUserOrphans', 0, END_USER_ORPHANS);
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
     this.scheduleOrphanPoll();
@@ -328,6 +346,11 @@ export class SessionRecords {
     const value = edit.op === 'set' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
     const reply = (await this.editOrphanScript([], [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN])) as string | null;
     return reply;
+  }
+
+  /** SPEC §12.6: end the sessions of `userId` that no node holds (the nodes end the ones they hold). */
+  async endOrphansOfUser(userId: string): Promise<void> {
+    await this.endUserOrphansScript([], [this.names.prefix, userId, SCRIPT_ORIGIN]);
   }
 
   /**

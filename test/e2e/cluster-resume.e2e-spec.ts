@@ -315,13 +315,16 @@ handlers:
       expect(watcher.seen.slice(1).filter(([, register]) => register[1] === 'offline')).toEqual([]);
     }, 60_000);
 
-    it('DELETE /v1/connection of a session whose node drained ends it: its token resumes nothing', async () => {
+    it.each([
+      ['/v1/connection/<cid>', (cid: string) => `/v1/connection/${cid}`],
+      ['/v1/user/ann/connections', () => '/v1/user/ann/connections'],
+    ])('DELETE %s of a session whose node drained ends it: its token resumes nothing', async (_, path) => {
       const nodeD = await cluster.start('nodeD');
       const ann = await optIn(nodeD, upstream, 'ann');
       nodeD.kill('SIGTERM');
       expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
       await nodeD.exit(5000);
-      expect((await api(watchNode.apiUrl, 'DELETE', `/v1/connection/${ann.cid}`)).status).toBe(204);
+      expect((await api(watchNode.apiUrl, 'DELETE', path(ann.cid))).status).toBe(204);
       const { hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: false });
       expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
