@@ -8,7 +8,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
 import { isResumeOffered } from './resume-settings';
-import { HeldSession, SessionRecord, SessionRecords, SessionSubscriptions } from './session-records';
+import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
 import { isSameDigest, newSessionToken, tokenDigest } from './session-token';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
@@ -35,6 +35,8 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly byDigest = new Map<string, Connection>();
   private readonly digestOf = new Map<Connection, string>();
   private readonly windowTimers = new Map<Connection, NodeJS.Timeout>();
+  /** Detached sessions' window ends (epoch ms), for their records. */
+  private readonly windowEnds = new Map<Connection, number>();
   /** Digest → ms at which it is forgotten, oldest first. */
   private readonly ended = new Map<string, number>();
   private readonly results;
@@ -54,7 +56,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.results = { resumed: metrics.resumes.labels('resumed'), expired: metrics.resumes.labels('expired'), invalid: metrics.resumes.labels('invalid') };
     registry.onRemove((connection) => this.forget(connection));
     if (cluster.link !== null && isResumeOffered(config)) {
-      const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held()));
+      const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held(), () => this.restarts()));
       registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)));
       broker.locate({
         isHere: (connectionId) => registry.get(connectionId) !== undefined,
@@ -85,11 +87,25 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * is written, so it can be resumed on any node from its first hello on.
    */
   started(connection: Connection): Promise<void> | undefined {
-    const digest = this.digestOf.get(connection);
-    if (this.records === null || digest === undefined || connection.identity === null) return undefined;
-    const identity = connection.identity;
-    const start = { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, authorization: identity.authorization, handlerName: connection.handler.name };
+    const start = this.startOf(connection);
+    if (this.records === null || start === null) return undefined;
     return this.records.started(start, this.subscriptionsOf(connection));
+  }
+
+  private startOf(connection: Connection): SessionStart | null {
+    const digest = this.digestOf.get(connection);
+    if (digest === undefined || connection.identity === null) return null;
+    const identity = connection.identity;
+    const windowEndAt = connection.state === 'detached' ? (this.windowEnds.get(connection) ?? 0) : 0;
+    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, authorization: identity.authorization, handlerName: connection.handler.name, windowEndAt };
+  }
+
+  /** After a Redis reconnection: every authorized session here, to be written again. */
+  private *restarts(): Iterable<[SessionStart, SessionSubscriptions]> {
+    for (const connection of this.digestOf.keys()) {
+      const start = connection.state === 'pending' ? null : this.startOf(connection);
+      if (start !== null) yield [start, this.subscriptionsOf(connection)];
+    }
   }
 
   /**
@@ -178,6 +194,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const timer = this.windowTimers.get(connection);
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
+    this.windowEnds.delete(connection);
     this.results.resumed.inc();
   }
 
@@ -191,7 +208,9 @@ export class ResumableSessionsService implements OnModuleDestroy {
       this.digestOf.has(connection) && connection.identity !== null && this.registry.holds(connection) && isDetachedByClose(connection.closedWith, peerCloseCode);
     if (!isDetached) return this.registry.remove(connection);
     this.registry.detach(connection);
-    void this.records?.detached(connection.id, Date.now() + this.config.resume.windowMs);
+    const windowEndAt = Date.now() + this.config.resume.windowMs;
+    this.windowEnds.set(connection, windowEndAt);
+    void this.records?.detached(connection.id, windowEndAt);
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);
@@ -215,6 +234,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const timer = this.windowTimers.get(connection);
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
+    this.windowEnds.delete(connection);
     this.records?.forget(connection.id);
     // Taken over elsewhere: the session goes on, its token was not ended.
     if (!connection.isHandedOver) this.remember(digest);

@@ -29,7 +29,7 @@ export interface SessionRecord extends SessionSubscriptions {
   readonly previousHolder: string;
 }
 
-/** A record's identity part, written once when the session starts. */
+/** A record's identity part, written when the session starts (and after a Redis reconnection). */
 export interface SessionStart {
   readonly connectionId: string;
   readonly digest: string;
@@ -37,6 +37,8 @@ export interface SessionStart {
   readonly authJson: string;
   readonly authorization: string;
   readonly handlerName: string;
+  /** 0 while attached. */
+  readonly windowEndAt: number;
 }
 
 export type TakeoverResult = { readonly ok: true; readonly record: SessionRecord } | { readonly ok: false; readonly result: 'expired' | 'invalid' };
@@ -212,12 +214,46 @@ for _, cid in ipairs(redis.call('ZRANGE', p .. 'ro', 0, -1)) do
 end
 return n`;
 
+// A session's record written by its holder: when it starts, and again after a Redis reconnection
+// (its subscriptions then follow from scratch: the t: and l: fields go first). Nothing when another node
+// holds the session (it was taken over meanwhile). KEYS: record, token key, node's sessions.
+// ARGV: node, attached TTL, digest, user, auth JSON, identity, handler, window ms, user hash key,
+// window end (0: attached), connection id, '1' to clear the subscriptions.
+const WRITE_START = `local n = redis.call('HGET', KEYS[1], 'n')
+if n and n ~= ARGV[1] then return 0 end
+if ARGV[12] == '1' then
+  for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
+    local k = f:sub(1, 2)
+    if k == 't:' or k == 'l:' then redis.call('HDEL', KEYS[1], f) end
+  end
+end
+redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'i', ARGV[6], 'h', ARGV[7], 'n', ARGV[1], 'w', ARGV[10], 'wm', ARGV[8], 'uk', ARGV[9])
+local w = tonumber(ARGV[10])
+if w > 0 then
+  redis.call('PEXPIREAT', KEYS[1], w + ${AFTER_WINDOW_MS})
+  redis.call('SET', KEYS[2], ARGV[11], 'PXAT', w + ${AFTER_WINDOW_MS})
+else
+  redis.call('PEXPIRE', KEYS[1], ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[11], 'PX', ARGV[2])
+end
+redis.call('SADD', KEYS[3], ARGV[11])
+return 1`;
+
 /** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
 export type OrphanEdit =
   | { readonly op: 'set'; readonly field: string; readonly value: string }
   | { readonly op: 'del'; readonly field: string }
   | { readonly op: 'watch'; readonly users: readonly string[] }
   | { readonly op: 'end' };
+
+/** What changed in a session during one tick. */
+interface Change {
+  readonly start?: SessionStart;
+  readonly subscriptions?: SessionSubscriptions;
+  readonly windowEndAt?: number;
+  /** Written again after a Redis reconnection. */
+  readonly isRestart?: boolean;
+}
 
 type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
 
@@ -248,9 +284,10 @@ export class SessionRecords {
   private readonly endOrphansScript: Script;
   private readonly editOrphanScript: Script;
   private readonly endUserOrphansScript: Script;
+  private readonly writeStartName = 'gatewaySessionWriteStart';
   private readonly written = new Map<string, Written>();
   /** Writes of this tick: connection id → the record's new state (a start, or subscriptions). */
-  private readonly pending = new Map<string, { start?: SessionStart; subscriptions?: SessionSubscriptions; windowEndAt?: number }>();
+  private readonly pending = new Map<string, Change>();
   private flushing: Promise<void> | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private orphanTimer: NodeJS.Timeout | null = null;
@@ -262,12 +299,21 @@ export class SessionRecords {
     private readonly nodeId: string,
     private readonly windowMs: number,
     private readonly held: () => Iterable<HeldSession>,
+    private readonly restart: () => Iterable<[SessionStart, SessionSubscriptions]> = () => [],
   ) {
     this.takeoverScript = link.script('gatewaySessionTakeover', 1, TAKEOVER);
     this.orphanScript = link.script('gatewaySessionOrphan', 0, ORPHAN);
     this.endOrphansScript = link.script('gatewaySessionEndOrphans', 0, END_ORPHANS);
     this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
     this.endUserOrphansScript = link.script('gatewaySessionEndUserOrphans', 0, END_USER_ORPHANS);
+    link.script(this.writeStartName, 3, WRITE_START);
+    // After a reconnection Redis may have lost the records (or missed changes made while it was down).
+    let isFirstUp = true;
+    link.onUp(() => {
+      if (isFirstUp) return void (isFirstUp = false);
+      this.written.clear();
+      for (const [start, subscriptions] of this.restart()) void this.queue(start.connectionId, { start, subscriptions, isRestart: true });
+    });
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
     this.scheduleOrphanPoll();
@@ -370,7 +416,7 @@ export class SessionRecords {
     this.refreshTimer = this.orphanTimer = null;
   }
 
-  private queue(connectionId: string, change: { start?: SessionStart; subscriptions?: SessionSubscriptions; windowEndAt?: number }): Promise<void> {
+  private queue(connectionId: string, change: Change): Promise<void> {
     if (this.isStopped || !this.link.isUp) return Promise.resolve();
     const known = this.pending.get(connectionId);
     this.pending.set(connectionId, { ...known, ...change });
@@ -388,10 +434,10 @@ export class SessionRecords {
       const key = this.names.session(connectionId);
       const start = change.start;
       if (start !== undefined) {
-        pipeline.hset(key, { d: start.digest, u: start.userId, a: start.authJson, i: start.authorization, h: start.handlerName, n: this.nodeId, w: 0, wm: this.windowMs, uk: this.names.channel('u', start.userId) });
-        pipeline.set(this.names.sessionToken(start.digest), connectionId, 'PX', ATTACHED_TTL_MS);
-        pipeline.sadd(this.names.nodeSessions(this.nodeId), connectionId);
-        pipeline.pexpire(key, ATTACHED_TTL_MS);
+        const keys = [key, this.names.sessionToken(start.digest), this.names.nodeSessions(this.nodeId)];
+        const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.authorization, start.handlerName, this.windowMs];
+        const more = [this.names.channel('u', start.userId), start.windowEndAt, connectionId, change.isRestart === true ? '1' : '0'];
+        (pipeline as unknown as Record<string, (...args: unknown[]) => unknown>)[this.writeStartName](...keys, ...args, ...more);
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
       }

@@ -1,7 +1,8 @@
 import Redis from 'ioredis';
 import { ChildGateway } from './harness/child-gateway';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
-import { ProcessCluster, StatusMirror, untilRedisHas } from './harness/cluster-nodes';
+import { ProcessCluster, StatusMirror, untilRedisHas, untilRedisState } from './harness/cluster-nodes';
+import { RedisServer } from './harness/redis-server';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
@@ -272,6 +273,44 @@ handlers:
       expect(helloMeta(same.hello)).toMatchObject({ resumed: true });
       expect(same.hello[2]).toEqual({ user_id: 'ann' });
     });
+  });
+
+  describe('Redis restarted empty', () => {
+    let redis: RedisServer;
+    let upstream: FakeUpstream;
+    const nodes: TestGateway[] = [];
+    afterEach(async () => {
+      await Promise.all(clients.splice(0).map((client) => client.close()));
+      await Promise.all(nodes.splice(0).map((node) => node.close()));
+      await upstream.close();
+      await redis.kill();
+    });
+
+    it('the holder writes its sessions\' records again: they resume on another node with their subscriptions', async () => {
+      redis = await RedisServer.start();
+      upstream = await FakeUpstream.start();
+      const prefix = randomPrefix();
+      for (const nodeId of ['nodeA', 'nodeB']) nodes.push(await startTestGateway({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId }, undefined, upstream));
+      const [a, b] = nodes;
+      const { client, resume: first, cid } = await optIn(a, upstream, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await redis.kill();
+      await untilRedisState(a.apiUrl, 'down');
+      await redis.restart();
+      await untilRedisState(a.apiUrl, 'up');
+      await untilRedisState(b.apiUrl, 'up');
+      const probe = new Redis(redis.url);
+      try {
+        await untilRedisHas(probe, async (r) => (await r.hget(`${prefix}rs:${cid}`, 't:t1')) !== null, 'the record written again');
+      } finally {
+        probe.disconnect();
+      }
+      await dropConnection(client);
+      const { client: again, hello } = await resume(b, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true });
+      await publish(b, 't1', 'after');
+      await expectMessage(again, 't1', 'after');
+    }, 30_000);
   });
 
   describe('nodes as processes', () => {
