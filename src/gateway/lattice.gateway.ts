@@ -74,7 +74,8 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
         this.open(socket, req, handler, resume);
       } else if (isGone) {
         // The client left while its session came here: detached (or ended) as if it closed now.
-        if (connection.socket === socket) this.resumer.socketClosed(connection, socket.peerCloseCode || 1006);
+        const isLive = connection.state === 'ready' || connection.state === 'pending';
+        if (connection.socket === socket && isLive) this.resumer.socketClosed(connection, socket.peerCloseCode || 1006);
         return;
       }
       this.listen(socket);

@@ -166,8 +166,8 @@ export class SessionResumeService {
       this.lattices.restoreSubscriptions(connection, record.namespaces),
       record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
     ]);
-    // Ended meanwhile (DELETE /v1/connection, or taken over again).
-    if (connection.state === 'closed') return connection;
+    // Ended meanwhile (DELETE /v1/connection, taken over again), or detached (its client left again).
+    if (connection.state !== 'pending') return connection;
     // Messages published while the subscriptions came back: after the replay, before the snapshots.
     const early = connection.takeEarly().messages;
     this.registry.reattach(connection, socket);

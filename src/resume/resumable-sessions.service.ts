@@ -59,7 +59,11 @@ export class ResumableSessionsService implements OnModuleDestroy {
       const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held(), () => this.restarts()));
       registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)));
       broker.locate({
-        isHere: (connectionId) => registry.get(connectionId) !== undefined,
+        // A draining node gave its resumable sessions away (held by no node): commands go to their records.
+        isHere: (connectionId) => {
+          const connection = registry.get(connectionId);
+          return connection !== undefined && !(connection.isResumable && records.hasLetGo);
+        },
         holderOf: (connectionId) => records.holderOf(connectionId),
         applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
       });

@@ -319,6 +319,11 @@ export class SessionRecords {
     this.scheduleOrphanPoll();
   }
 
+  /** This node drained: its sessions are held by no node now (their records take the commands). */
+  get hasLetGo(): boolean {
+    return this.isStopped;
+  }
+
   /** A session started (its hello is about to go): resolves once its record is in Redis. */
   started(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
     return this.queue(start.connectionId, { start, subscriptions });
