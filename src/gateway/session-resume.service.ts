@@ -45,6 +45,7 @@ export class SessionResumeService {
       // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
       activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
       sessions.applyToRecordWith((kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data));
+      presence.alsoAddForUser((userId, userIds) => records.watchForOrphansOfUser(userId, userIds));
     }
   }
 

@@ -192,7 +192,7 @@ elseif op == 'watch' then
   local cur = redis.call('HGET', rk, 'wu')
   if cur then for _, u in ipairs(cjson.decode(cur)) do if not seen[u] then seen[u] = true; table.insert(list, u) end end end
   for _, u in ipairs(cjson.decode(ARGV[5])) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
-  redis.call('HSET', rk, 'wu', cjson.encode(list))
+  redis.call('HSET', rk, 'wu', #list == 0 and '[]' or cjson.encode(list))
 elseif op == 'end' then
   endOrphan(p, cid, rk, redis.call('HMGET', rk, 'n', 'uk', 'd'), now, ARGV[6])
 end
@@ -239,6 +239,22 @@ end
 redis.call('SADD', KEYS[3], ARGV[11])
 return 1`;
 
+// Endpoint 8 (SPEC §7, §12.2) for the sessions of `user` held by no node and subscribed to the users lattice.
+// ARGV: prefix, user id, JSON list of users to add.
+const WATCH_USER_ORPHANS = `local p = ARGV[1]
+local adds = cjson.decode(ARGV[3])
+for _, cid in ipairs(redis.call('ZRANGE', p .. 'ro', 0, -1)) do
+  local rk = p .. 'rs:' .. cid
+  local r = redis.call('HMGET', rk, 'n', 'u', 'wu')
+  if r[1] == '' and r[2] == ARGV[2] and r[3] then
+    local list, seen = {}, {}
+    for _, u in ipairs(cjson.decode(r[3])) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
+    for _, u in ipairs(adds) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
+    redis.call('HSET', rk, 'wu', #list == 0 and '[]' or cjson.encode(list))
+  end
+end
+return 0`;
+
 /** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
 export type OrphanEdit =
   | { readonly op: 'set'; readonly field: string; readonly value: string }
@@ -284,6 +300,7 @@ export class SessionRecords {
   private readonly endOrphansScript: Script;
   private readonly editOrphanScript: Script;
   private readonly endUserOrphansScript: Script;
+  private readonly watchUserOrphansScript: Script;
   private readonly writeStartName = 'gatewaySessionWriteStart';
   private readonly written = new Map<string, Written>();
   /** Writes of this tick: connection id → the record's new state (a start, or subscriptions). */
@@ -306,6 +323,7 @@ export class SessionRecords {
     this.endOrphansScript = link.script('gatewaySessionEndOrphans', 0, END_ORPHANS);
     this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
     this.endUserOrphansScript = link.script('gatewaySessionEndUserOrphans', 0, END_USER_ORPHANS);
+    this.watchUserOrphansScript = link.script('gatewaySessionWatchUserOrphans', 0, WATCH_USER_ORPHANS);
     link.script(this.writeStartName, 3, WRITE_START);
     // After a reconnection Redis may have lost the records (or missed changes made while it was down).
     let isFirstUp = true;
@@ -397,6 +415,11 @@ export class SessionRecords {
     const value = edit.op === 'set' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
     const reply = (await this.editOrphanScript([], [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN])) as string | null;
     return reply;
+  }
+
+  /** Endpoint 8 for the sessions of `userId` that no node holds and that watch users. */
+  async watchForOrphansOfUser(userId: string, userIds: readonly string[]): Promise<void> {
+    await this.watchUserOrphansScript([], [this.names.prefix, userId, JSON.stringify(userIds)]);
   }
 
   /** SPEC §12.6: end the sessions of `userId` that no node holds (the nodes end the ones they hold). */

@@ -28,6 +28,7 @@ export class PresenceService implements OnModuleInit {
   /** Watched user → subscribed connections watching it. */
   private readonly watchers = new Map<string, Set<Connection>>();
   private readonly framesSent;
+  private addForUserElsewhere: ((userId: string, userIds: readonly string[]) => Promise<void>) | null = null;
 
   constructor(
     private readonly broker: Broker,
@@ -62,7 +63,13 @@ export class PresenceService implements OnModuleInit {
   }
 
   addForUser(userId: string, userIds: readonly string[]): Promise<void> {
-    return this.broker.toEveryNode('users_add', userId, userIds);
+    const sent = this.broker.toEveryNode('users_add', userId, userIds);
+    return this.addForUserElsewhere === null ? sent : Promise.all([sent, this.addForUserElsewhere(userId, userIds)]).then(() => undefined);
+  }
+
+  /** Cluster mode, SPEC §12.2: endpoint 8 also reaches the user's resumable sessions that no node holds (their records). */
+  alsoAddForUser(add: (userId: string, userIds: readonly string[]) => Promise<void>): void {
+    this.addForUserElsewhere = add;
   }
 
   /** After hello: the statuses of the whole watch list, when subscribed (SPEC §3). */

@@ -373,10 +373,11 @@ handlers:
       await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t2`);
       await put(watchNode, `/v1/connection/${ann.cid}/lattices/ns`, { private: { ann: { k: { v_counter: 2 } } } });
       await put(watchNode, `/v1/connection/${ann.cid}/users`, ['bob']);
+      await put(watchNode, '/v1/user/ann/users', ['carl']);
       const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 2 } }]);
-      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [0, 'offline'] } }]);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [0, 'offline'] }, carl: { status_register: [0, 'offline'] } }]);
       await publish(watchNode, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       await publish(watchNode, 't2', 'while-detached');
