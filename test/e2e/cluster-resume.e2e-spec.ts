@@ -95,11 +95,11 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
   }
 
   /** A watcher of `user` (on another connection), once its first snapshot came. */
-  async function watcherOf(node: Node, upstream: FakeUpstream, user: string): Promise<Watcher> {
+  async function watcherOf(node: Node, upstream: FakeUpstream, user: string, others: string[] = []): Promise<Watcher> {
     const query = `user=wat&q=${++queries}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     clients.push(client);
-    await put(node, `/v1/connection/${await cidOf(upstream, query)}/users`, [user]);
+    await put(node, `/v1/connection/${await cidOf(upstream, query)}/users`, [user, ...others]);
     const watcher = new Watcher(client);
     await watcher.until(user, 'offline', 3000);
     return watcher;
@@ -332,9 +332,12 @@ handlers:
 
     it('SIGKILL of the holder: the session resumes on another node at once, and watchers never see it offline', async () => {
       const nodeK: ChildGateway = await cluster.start('nodeK');
-      const watcher = await watcherOf(watchNode, upstream, 'ann');
+      const watcher = await watcherOf(watchNode, upstream, 'ann', ['bob']);
       const { resume: first, cid } = await optIn(nodeK, upstream, 'ann');
       await watcher.until('ann', 'active', 3000);
+      // A legacy connection on the same node: it ends with its node (SPEC §11).
+      await cluster.hello(nodeK, 'bob');
+      await watcher.until('bob', 'active', 3000);
       await put(watchNode, `/v1/connection/${cid}/subscriptions/t1`);
       await put(watchNode, `/v1/connection/${cid}/lattices/ns`, { private: { ann: { k: { v_counter: 4 } } } });
       nodeK.kill('SIGKILL');
@@ -356,19 +359,26 @@ handlers:
       } finally {
         redis.disconnect();
       }
+      await watcher.until('bob', 'offline', 5000);
       await watcher.barrier();
       expect(watcher.statusesOf('ann')).toEqual(['offline', 'active']);
+      expect(watcher.statusesOf('bob')).toEqual(['offline', 'active', 'offline']);
     }, 60_000);
 
     it('SIGTERM drain: 1012, presence unchanged, then a resume on the other node', async () => {
       const nodeD = await cluster.start('nodeD');
-      const watcher = await watcherOf(watchNode, upstream, 'ann');
+      const watcher = await watcherOf(watchNode, upstream, 'ann', ['bob']);
       const ann = await optIn(nodeD, upstream, 'ann');
       await watcher.until('ann', 'active', 3000);
+      const bob = await cluster.hello(nodeD, 'bob');
+      await watcher.until('bob', 'active', 3000);
       await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t1`);
       nodeD.kill('SIGTERM');
       expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
+      expect(await bob.client.closed(5000)).toEqual({ code: 1001, reason: 'shutdown' });
       expect((await nodeD.exit(5000)).code).toBe(0);
+      // The legacy connection's presence went with the drain (SPEC §11), the resumable one's stayed.
+      await watcher.until('bob', 'offline', 2000);
       // Held by no node now: /v1 commands apply to the detached session (SPEC §12.2), through its record.
       await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t2`);
       await put(watchNode, `/v1/connection/${ann.cid}/lattices/ns`, { private: { ann: { k: { v_counter: 2 } } } });
@@ -377,13 +387,14 @@ handlers:
       const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 2 } }]);
-      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [0, 'offline'] }, carl: { status_register: [0, 'offline'] } }]);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [expect.any(Number), 'offline'] }, carl: { status_register: [0, 'offline'] } }]);
       await publish(watchNode, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       await publish(watchNode, 't2', 'while-detached');
       await expectMessage(again, 't2', 'while-detached');
       await watcher.barrier();
       expect(watcher.statusesOf('ann')).toEqual(['offline', 'active']);
+      expect(watcher.statusesOf('bob')).toEqual(['offline', 'active', 'offline']);
     }, 60_000);
 
     it.each([
