@@ -458,6 +458,7 @@ export class SessionRecords {
     this.pending.clear();
     if (this.isStopped) return;
     const pipeline = this.link.command.pipeline();
+    let writes = 0;
     for (const [connectionId, change] of batch) {
       const key = this.names.session(connectionId);
       const start = change.start;
@@ -469,12 +470,14 @@ export class SessionRecords {
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
       }
+      writes++;
       if (change.subscriptions !== undefined) this.writeSubscriptions(pipeline, connectionId, key, change.subscriptions);
       if (change.windowEndAt !== undefined) {
         pipeline.hset(key, 'w', change.windowEndAt);
         pipeline.pexpireat(key, change.windowEndAt + AFTER_WINDOW_MS);
       }
     }
+    if (writes === 0) return;
     try {
       await this.link.timed('session records', pipeline.exec());
     } catch (err) {
