@@ -96,6 +96,7 @@ if old ~= me then
   move(p, r.uk, r.u, old == '' and '*' or old, me)
   if old == '' then redis.call('ZREM', p .. 'ro', cid) else redis.call('SREM', p .. 'rn:' .. old, cid) end
   redis.call('SADD', p .. 'rn:' .. me, cid)
+  redis.call('PEXPIRE', p .. 'rn:' .. me, tonumber(ARGV[5]) + tonumber(r.wm or '0') + ${AFTER_WINDOW_MS})
 end
 redis.call('DEL', KEYS[1])
 redis.call('SET', p .. 'rt:' .. ARGV[4], cid, 'PX', ARGV[5])
@@ -237,6 +238,7 @@ else
   redis.call('SET', KEYS[2], ARGV[11], 'PX', ARGV[2])
 end
 redis.call('SADD', KEYS[3], ARGV[11])
+redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[8]) + ${AFTER_WINDOW_MS})
 return 1`;
 
 // Endpoint 8 (SPEC §7, §12.2) for the sessions of `user` held by no node and subscribed to the users lattice.
@@ -507,12 +509,14 @@ export class SessionRecords {
     const pipeline = this.link.command.pipeline();
     let count = 0;
     for (const session of this.held()) {
+      count++;
       if (session.isDetached) continue;
       pipeline.pexpire(this.names.session(session.connectionId), ATTACHED_TTL_MS);
       pipeline.pexpire(this.names.sessionToken(session.digest), ATTACHED_TTL_MS);
-      count++;
     }
     if (count === 0) return;
+    // The node's set goes by itself too if every node stops for good (a reaper deletes it otherwise).
+    pipeline.pexpire(this.names.nodeSessions(this.nodeId), ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS);
     await pipeline.exec().catch(() => undefined);
   }
 
