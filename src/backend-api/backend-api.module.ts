@@ -4,6 +4,7 @@ import { ClusterModule } from '../cluster/cluster.module';
 import { ConnectionsModule } from '../connections/connections.module';
 import { LatticeModule } from '../lattice/lattice.module';
 import { PubSubModule } from '../pubsub/pubsub.module';
+import { ResumeModule } from '../resume/resume.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { BackendApiEntryMiddleware } from './backend-api-entry.middleware';
 import { BackendApiFilter } from './backend-api.filter';
@@ -19,7 +20,7 @@ import { UsersController } from './users.controller';
 
 /** The backend API `/v1` on the internal listener (seed §4.2–4.3, SPEC §5). */
 @Module({
-  imports: [ConnectionsModule, ClusterModule, PubSubModule, LatticeModule, UsersLatticeModule],
+  imports: [ConnectionsModule, ClusterModule, PubSubModule, LatticeModule, UsersLatticeModule, ResumeModule],
   controllers: [SubscriptionsController, PublishController, LatticesController, UsersController, DisconnectController, BatchController],
   providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendApiEntryMiddleware, BatchService, DisconnectService, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe, BatchBodyPipe],
 })

@@ -3,6 +3,7 @@ import { Broker } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_DISCONNECTED, REASON_DISCONNECTED } from '../protocol/close-codes';
+import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 
 /**
  * SPEC §12.6: the backend ends connections. The owner node closes each one
@@ -16,6 +17,7 @@ export class DisconnectService implements OnModuleInit {
   constructor(
     private readonly broker: Broker,
     private readonly registry: ConnectionRegistry,
+    private readonly resumables: ResumableSessionsService,
   ) {}
 
   onModuleInit(): void {
@@ -29,9 +31,13 @@ export class DisconnectService implements OnModuleInit {
     return this.broker.toOwner('connection_disconnect', connectionId, null);
   }
 
-  /** Close every connection of `userId` on every node; a user without connections is a no-op. */
-  disconnectUser(userId: string): Promise<void> {
-    return this.broker.toEveryNode('user_disconnect', userId, null);
+  /**
+   * Close every connection of `userId` on every node; a user without
+   * connections is a no-op. Cluster mode: its resumable sessions that no node
+   * holds (their node drained or died) end too (SPEC §12.6).
+   */
+  async disconnectUser(userId: string): Promise<void> {
+    await Promise.all([this.broker.toEveryNode('user_disconnect', userId, null), this.resumables.records?.endOrphansOfUser(userId)]);
   }
 
   private applyToConnection(connectionId: string): void {

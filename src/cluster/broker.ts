@@ -22,6 +22,23 @@ export type CommandHandler<T> = (target: string, data: T) => void | Promise<void
 export type ChannelListener = (name: string, payload: Buffer) => void;
 
 /**
+ * Cluster mode, SPEC §12.5: where a connection is when it may have moved from
+ * the node its id names (a resumable session taken over by another node).
+ */
+export interface ConnectionLocator {
+  /** Whether this node holds the connection now (a map lookup: the common path pays nothing more). */
+  isHere(connectionId: string): boolean;
+  /** The node its session record names; '' when none holds it, null when there is no record. */
+  holderOf(connectionId: string): Promise<string | null>;
+  /**
+   * Apply a command to a session held by no node (its record): the node
+   * holding it when one took it meanwhile (the command goes there), null when
+   * applied or when there is no such session.
+   */
+  applyToRecord(kind: string, connectionId: string, data: unknown): Promise<string | null>;
+}
+
+/**
  * The seam between features and the transport (STYLE B2). Features register
  * one handler per command kind and one listener per channel kind; commands are
  * data, so the cluster knows nothing of pub/sub, lattices or presence.
@@ -42,6 +59,10 @@ export abstract class Broker {
   /** Stop listening (after a short delay that a new `join` cancels). */
   abstract leave(kind: ChannelKind, name: string): void;
   abstract send(kind: ChannelKind, name: string, payload: Buffer): void;
+  /** Cluster mode: commands for a connection follow it to the node that holds it (SPEC §12.5). */
+  locate(locator: ConnectionLocator): void {
+    void locator;
+  }
 }
 
 /** Single node: every command is applied here; there is no other node to send to. */

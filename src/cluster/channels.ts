@@ -82,6 +82,29 @@ export class ClusterNames {
   get deadlines(): string {
     return `${this.prefix}deadlines`;
   }
+
+  /**
+   * A resumable session's record (SPEC §12.5), a hash; see resume/session-records.ts.
+   * The scripts there build this name, and the three below, from the prefix: keep them in step.
+   */
+  session(connectionId: string): string {
+    return `${this.prefix}rs:${connectionId}`;
+  }
+
+  /** Token digest → connection id of the session it resumes ('' once the session ended). */
+  sessionToken(digest: string): string {
+    return `${this.prefix}rt:${digest}`;
+  }
+
+  /** Connection ids of the resumable sessions a node holds. */
+  nodeSessions(nodeId: string): string {
+    return `${this.prefix}rn:${nodeId}`;
+  }
+
+  /** Sorted set of sessions held by no node (their node drained or died) → window end (epoch ms). */
+  get orphanSessions(): string {
+    return `${this.prefix}ro`;
+  }
 }
 
 const ORIGIN_END = 0x7c; // '|'

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { nodeOfConnectionId } from '../protocol/connection-id';
-import { Broker, ChannelListener, CommandHandler, DataCodec } from './broker';
+import { Broker, ChannelListener, CommandHandler, ConnectionLocator, DataCodec } from './broker';
 import { ChannelKind, ClusterNames, CommandEnvelope, decodeChannelMessage, decodeNodeMessage, encodeAcks, encodeChannelMessage, encodeCommands, originHead } from './channels';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { RedisLink } from './redis-link';
@@ -66,6 +66,7 @@ export class RedisBroker extends Broker {
   private readonly head: Buffer;
   private readonly ownChannel: string;
   private nextRequestId = 1;
+  private locator: ConnectionLocator | null = null;
   private readonly counters;
 
   constructor(
@@ -99,9 +100,14 @@ export class RedisBroker extends Broker {
     this.handlers.set(kind, { handler: handler as CommandHandler<unknown>, codec: codec as DataCodec<unknown> | undefined });
   }
 
+  override locate(locator: ConnectionLocator): void {
+    this.locator = locator;
+  }
+
   toOwner<T>(kind: string, connectionId: string, data: T): Promise<void> {
     const owner = nodeOfConnectionId(connectionId);
-    if (owner === null || owner === this.nodeId) return this.applyLocal(kind, connectionId, data);
+    if (owner === null) return this.applyLocal(kind, connectionId, data);
+    if (owner === this.nodeId || this.locator?.isHere(connectionId)) return this.applyHeld(kind, connectionId, data);
     this.assertUp();
     return this.enqueue(this.names.node(owner), owner, kind, connectionId, data);
   }
@@ -153,6 +159,42 @@ export class RedisBroker extends Broker {
     for (const timer of this.ackTimers) clearTimeout(timer);
   }
 
+  /**
+   * A command for a connection this node owns by its id, or holds: applied
+   * here, unless its session moved to another node (SPEC §12.5), which then
+   * gets it: the holder of record wins.
+   */
+  private async applyHeld(kind: string, connectionId: string, data: unknown): Promise<void> {
+    const locator = this.locator;
+    if (locator === null || locator.isHere(connectionId)) return this.applyLocal(kind, connectionId, data);
+    const holder = await locator.holderOf(connectionId).catch(() => null);
+    return this.toHolder(kind, connectionId, data, holder);
+  }
+
+  /** Send a command to the node holding its session; '' = none does: applied to the session's record. */
+  private async toHolder(kind: string, connectionId: string, data: unknown, holder: string | null): Promise<void> {
+    if (holder === '') holder = await this.locator!.applyToRecord(kind, connectionId, data);
+    if (holder === null || holder === '' || holder === this.nodeId) return this.applyLocal(kind, connectionId, data);
+    this.assertUp();
+    return this.enqueue(this.names.node(holder), holder, kind, connectionId, data);
+  }
+
+  /** The owner named by a connection id is gone: the session may live on another node (SPEC §12.5). */
+  private async relocate(kind: string, connectionId: string, json: unknown, owner: string): Promise<void> {
+    const holder = await this.locator!.holderOf(connectionId).catch(() => null);
+    if (holder === null || holder === owner) {
+      const unreachable = await this.goneOrCutOff(owner);
+      if (unreachable !== null) throw unreachable;
+      return;
+    }
+    return this.toHolder(kind, connectionId, this.decode(kind, json), holder);
+  }
+
+  private decode(kind: string, json: unknown): unknown {
+    const codec = this.handlers.get(kind)?.codec;
+    return codec === undefined ? json : codec.decode(json);
+  }
+
   private applyLocal(kind: string, target: string, data: unknown): Promise<void> {
     const registered = this.handlers.get(kind);
     if (registered === undefined) throw new Error(`no handler for ${kind}`);
@@ -190,6 +232,16 @@ export class RedisBroker extends Broker {
     this.counters.commandOut.inc();
     // The every-node channel counts this node too, which skips its own message.
     const expected = owner === null ? receivers - 1 : receivers;
+    if (expected <= 0 && owner !== null && this.locator !== null) {
+      // Each command follows its connection to the node holding it now, if another one does.
+      for (const [kind, target, json, id] of commands) {
+        this.relocate(kind, target, json, owner).then(
+          () => this.finish([id], null),
+          (err: Error) => this.finish([id], err),
+        );
+      }
+      return;
+    }
     if (expected <= 0) return this.finish(ids, owner === null ? null : await this.goneOrCutOff(owner));
     for (const id of ids) {
       const request = this.pending.get(id);
@@ -224,7 +276,7 @@ export class RedisBroker extends Broker {
   }
 
   private onMessage(channel: string, message: Buffer): void {
-    if (channel === this.ownChannel || channel === this.names.everyNode) return this.onNodeMessage(message);
+    if (channel === this.ownChannel || channel === this.names.everyNode) return this.onNodeMessage(message, channel === this.names.everyNode);
     const held = this.joined.get(channel);
     if (held === undefined) return;
     const decoded = decodeChannelMessage(message);
@@ -233,13 +285,13 @@ export class RedisBroker extends Broker {
     this.listeners.get(held.kind)?.(held.name, decoded.payload);
   }
 
-  private onNodeMessage(message: Buffer): void {
+  private onNodeMessage(message: Buffer, isEveryNode: boolean): void {
     const decoded = decodeNodeMessage(message.toString('utf8'));
     if (decoded === null) return;
     if ('a' in decoded) return this.onAcks(decoded.a);
     if (decoded.f === this.nodeId) return; // our own commands to every node, applied locally already
     this.counters.commandIn.inc();
-    void this.runRemote(decoded.f, decoded.c);
+    void this.runRemote(decoded.f, decoded.c, !isEveryNode);
   }
 
   private onAcks(ids: readonly number[]): void {
@@ -252,18 +304,26 @@ export class RedisBroker extends Broker {
     }
   }
 
-  /** Start every command in order, then ack them all in one message once each took effect. */
-  private async runRemote(from: string, commands: readonly CommandEnvelope[]): Promise<void> {
-    await Promise.all(commands.map(([kind, target, json]) => this.runOne(from, kind, target, json)));
-    this.link.command.publish(this.names.node(from), encodeAcks(this.nodeId, commands.map((command) => command[3]))).catch(() => undefined);
+  /**
+   * Start every command in order, then ack them all in one message once each
+   * took effect. Request id 0 wants no ack (a notice, e.g. a session taken
+   * over, published by a script).
+   */
+  private async runRemote(from: string, commands: readonly CommandEnvelope[], isToOwner: boolean): Promise<void> {
+    await Promise.all(commands.map(([kind, target, json, id]) => this.runOne(from, kind, target, json, isToOwner && id !== 0)));
+    const ids = commands.map((command) => command[3]).filter((id) => id !== 0);
+    if (ids.length === 0) return;
+    this.link.command.publish(this.names.node(from), encodeAcks(this.nodeId, ids)).catch(() => undefined);
     this.counters.ackOut.inc();
   }
 
-  private async runOne(from: string, kind: string, target: string, json: unknown): Promise<void> {
+  private async runOne(from: string, kind: string, target: string, json: unknown, isToOwner: boolean): Promise<void> {
     const registered = this.handlers.get(kind);
     try {
       if (registered === undefined) throw new Error(`no handler for ${kind}`);
-      await registered.handler(target, registered.codec === undefined ? json : registered.codec.decode(json));
+      const data = registered.codec === undefined ? json : registered.codec.decode(json);
+      // A command for a connection: it may have moved on to another node since (SPEC §12.5).
+      await (isToOwner && this.locator !== null ? this.applyHeld(kind, target, data) : registered.handler(target, data));
     } catch (err) {
       this.logger.warn({ msg: 'remote command failed', kind, from, error: (err as Error).message });
     }

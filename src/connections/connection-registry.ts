@@ -22,12 +22,18 @@ export class ConnectionRegistry {
   /** Detached sessions (SPEC §12.2): in the registry, without a socket. */
   private readonly detached = new Set<Connection>();
   private readonly onSlowConsumer: (connection: Connection) => void;
+  private changeListener: ((connection: Connection) => Promise<void>) | null = null;
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly metrics: GatewayMetrics,
   ) {
     this.onSlowConsumer = () => metrics.slowConsumerCloses.inc();
+  }
+
+  /** NODE_ID of this node. */
+  get nodeId(): string {
+    return this.config.nodeId;
   }
 
   /** Connections, those awaiting authorization and detached sessions included (the MAX_CONNECTIONS bound). */
@@ -48,6 +54,36 @@ export class ConnectionRegistry {
     this.metrics.connections.inc();
     this.metrics.connectionsOpened.inc();
     return connection;
+  }
+
+  /**
+   * Cluster mode, SPEC §12.5: register a session taken over from another node
+   * under its own connection id, pending until its subscriptions are back.
+   */
+  adopt(connectionId: string, socket: WebSocket, handler: Handler): Connection {
+    const connection = new Connection(connectionId, handler, socket, this.config.limits.clientQueueMaxBytes, this.onSlowConsumer, true);
+    this.byId.set(connectionId, connection);
+    this.metrics.connections.inc();
+    return connection;
+  }
+
+  /**
+   * A resumable session's subscriptions changed (topics, lattices, the users
+   * lattice): its record is rewritten (cluster mode, SPEC §12.5). Resolves once
+   * written, so a /v1 command's 204 follows; undefined when nobody listens.
+   */
+  subscriptionsChanged(connection: Connection): Promise<void> | undefined {
+    if (this.changeListener === null || !connection.isResumable || !this.holds(connection)) return undefined;
+    return this.changeListener(connection);
+  }
+
+  /** Whether subscription changes are recorded (cluster mode with resumable sessions, SPEC §12.5). */
+  get isRecording(): boolean {
+    return this.changeListener !== null;
+  }
+
+  onSubscriptionsChange(listener: (connection: Connection) => Promise<void>): void {
+    this.changeListener = listener;
   }
 
   /** Index a connection under its user once authorized. */

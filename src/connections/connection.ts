@@ -60,6 +60,13 @@ export class Connection {
    * position) and is not sent again. An entry goes with the first frame beyond it.
    */
   private replayedUpTo: Map<string, ReplayedPosition> | null = null;
+  /**
+   * Cluster mode (SPEC §12.5): the session's generation in its record (each
+   * takeover increments it), and whether another node took it over: this
+   * node then forgets it without any presence change.
+   */
+  generation = 0;
+  isHandedOver = false;
   /** The close code and reason we sent, null while we have not closed. */
   closedWith: { readonly code: number; readonly reason: string } | null = null;
 

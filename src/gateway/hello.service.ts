@@ -9,6 +9,7 @@ import { encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 import { HelloSequenceService } from './hello-sequence.service';
+import { SessionResumeService } from './session-resume.service';
 
 /**
  * The life of a connection up to `hello` (SPEC §2–3): authorize, then refuse
@@ -24,6 +25,7 @@ export class HelloService {
     private readonly registry: ConnectionRegistry,
     private readonly sessions: SessionsService,
     private readonly helloSequence: HelloSequenceService,
+    private readonly resumer: SessionResumeService,
     metrics: GatewayMetrics,
   ) {
     this.fatalSent = metrics.framesSent.labels('fatal_error');
@@ -54,8 +56,10 @@ export class HelloService {
     // in its snapshot after hello, not as a separate push (SPEC §3).
     // Cluster mode: resolves once Redis counted the connection (single node: synchronous).
     const counted = this.sessions.authorized(connection);
-    if (counted !== undefined) {
-      await counted;
+    // Cluster mode: a resumable session's record is written meanwhile (SPEC §12.5), in the same round trip time.
+    const recorded = this.resumer.started(connection);
+    if (counted !== undefined || recorded !== undefined) {
+      await Promise.all([counted, recorded]);
       if (connection.state !== 'pending') return; // left meanwhile: its removal already undid the count
     }
     connection.state = 'ready';

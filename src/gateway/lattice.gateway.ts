@@ -3,6 +3,7 @@ import { OnGatewayConnection, OnGatewayDisconnect, WebSocketGateway } from '@nes
 import type { IncomingMessage } from 'node:http';
 import type { WebSocket } from 'ws';
 import { Handler } from '../config/gateway-config';
+import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR } from '../protocol/close-codes';
 import { ClientFramesService } from './client-frames.service';
@@ -50,8 +51,44 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     // Registered before Nest's own 'close' listener, which calls handleDisconnect.
     socket.on('close', recordPeerClose);
     const resumed = this.resumer.resume(socket, handler, resume);
+    if (resumed instanceof Promise) return this.resumeLater(socket, req, handler, resume, resumed);
     this.listen(socket);
     if (resumed !== null) return;
+    this.open(socket, req, handler, resume);
+  }
+
+  /**
+   * Cluster mode (SPEC §12.5): the resume is decided in Redis. The client's
+   * frames wait meanwhile (kept in order, replayed once there is a connection).
+   */
+  private resumeLater(socket: GatewaySocket, req: IncomingMessage, handler: Handler, resume: ResumeRequest, resumed: Promise<Connection | null>): void {
+    const early: Array<[Buffer, boolean]> = [];
+    const keep = (data: Buffer, isBinary: boolean) => void early.push([data, isBinary]);
+    socket.on('message', keep);
+    socket.pause();
+    const settle = (connection: Connection | null) => {
+      socket.off('message', keep);
+      const isGone = socket.readyState !== socket.OPEN;
+      if (connection === null) {
+        if (isGone) return;
+        this.open(socket, req, handler, resume);
+      } else if (isGone) {
+        // The client left while its session came here: detached (or ended) as if it closed now.
+        const isLive = connection.state === 'ready' || connection.state === 'pending';
+        if (connection.socket === socket && isLive) this.resumer.socketClosed(connection, socket.peerCloseCode || 1006);
+        return;
+      }
+      this.listen(socket);
+      socket.resume();
+      for (const [data, isBinary] of early) this.onMessage.call(socket, data, isBinary);
+    };
+    resumed.then(settle, (err: unknown) => {
+      this.logger.error({ msg: 'resume failed', error: err instanceof Error ? err.name : 'unknown' });
+      settle(null);
+    });
+  }
+
+  private open(socket: GatewaySocket, req: IncomingMessage, handler: Handler, resume: ResumeRequest): void {
     const connection = this.registry.open(socket, handler, resume.kind !== 'none');
     socket.connection = connection;
     if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });

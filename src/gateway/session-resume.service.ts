@@ -2,10 +2,16 @@ import { Injectable, Logger } from '@nestjs/common';
 import { Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { LatticeService } from '../lattice/lattice.service';
 import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { encodeResumeMeta } from '../protocol/frames';
+import { Identity } from '../protocol/identity';
 import { PubSubService, ReplayPlan } from '../pubsub/pubsub.service';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
+import { OrphanEdit, SessionRecord, SessionRecords } from '../resume/session-records';
+import { LatticeBody } from '../lattice/lattice-body';
+import { SessionsService } from '../sessions/sessions.service';
+import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
 import { ResumeOffer, ResumeRequest } from './resume-offer';
@@ -13,6 +19,8 @@ import { ResumeOffer, ResumeRequest } from './resume-offer';
 /**
  * The WebSocket edge of SPEC §12: the hello meta of a resumable session, a
  * resume onto a new socket, and what a closed socket means for its session.
+ * In cluster mode (§12.5) a resume goes through the session's record in
+ * Redis, so it works on any node; a session held elsewhere is rebuilt here.
  */
 @Injectable()
 export class SessionResumeService {
@@ -23,28 +31,84 @@ export class SessionResumeService {
     private readonly sessions: ResumableSessionsService,
     private readonly pubsub: PubSubService,
     private readonly helloSequence: HelloSequenceService,
-  ) {}
+    private readonly lattices: LatticeService,
+    private readonly presence: PresenceService,
+    private readonly activity: SessionsService,
+  ) {
+    const records = sessions.records;
+    if (records !== null) {
+      sessions.readSubscriptionsWith((connection) => ({
+        topics: pubsub.topicPositionsOf(connection),
+        namespaces: lattices.namespacesOf(connection),
+        watch: presence.watchListOf(connection),
+      }));
+      // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
+      activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
+      sessions.applyToRecordWith((kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data));
+      presence.alsoAddForUser((userId, userIds) => records.watchForOrphansOfUser(userId, userIds));
+    }
+  }
+
+  /**
+   * SPEC §12.2 in cluster mode: a /v1 command for a session whose node
+   * drained or died, not resumed yet, is written into its record, so its
+   * effect is there on resume. A lattice subscription's body goes into the
+   * namespace's log first, as any update. Returns the holder when a node took
+   * the session meanwhile (the command is sent there).
+   */
+  private async applyToRecord(records: SessionRecords, kind: string, connectionId: string, data: unknown): Promise<string | null> {
+    let edit: OrphanEdit;
+    switch (kind) {
+      case 'topic_subscribe':
+        // No cluster-wide position to start from yet: a replay then starts at the topic's history start.
+        edit = { op: 'set', field: 't:' + (data as string), value: '[0,null]' };
+        break;
+      case 'topic_unsubscribe':
+        edit = { op: 'del', field: 't:' + (data as string) };
+        break;
+      case 'lattice_subscribe': {
+        const { namespace, body } = data as { namespace: string; body: LatticeBody };
+        await this.lattices.update(namespace, body);
+        edit = { op: 'set', field: 'l:' + namespace, value: '1' };
+        break;
+      }
+      case 'lattice_unsubscribe':
+        edit = { op: 'del', field: 'l:' + (data as string) };
+        break;
+      case 'users_subscribe':
+        edit = { op: 'watch', users: data as readonly string[] };
+        break;
+      case 'users_unsubscribe':
+        edit = { op: 'del', field: 'wu' };
+        break;
+      case 'connection_disconnect':
+        edit = { op: 'end' };
+        break;
+      default:
+        return null;
+    }
+    const holder = await records.editOrphan(connectionId, edit);
+    return holder === '' ? null : holder;
+  }
 
   /**
    * SPEC §12.3: resume the session `request` names onto `socket`, or null when
-   * it cannot be (the handshake then proceeds as a normal connection).
+   * it cannot be (the handshake then proceeds as a normal connection). In
+   * cluster mode the answer comes from Redis: a promise.
    */
-  resume(socket: GatewaySocket, handler: Handler, request: ResumeRequest): Connection | null {
+  resume(socket: GatewaySocket, handler: Handler, request: ResumeRequest): Connection | null | Promise<Connection | null> {
     if (request.kind === 'unreadable') {
       this.sessions.countFailure('invalid');
       return null;
     }
     if (request.kind !== 'resume') return null;
+    if (this.sessions.records !== null) return this.resumeInCluster(socket, handler, request.offer);
     const found = this.sessions.lookUp(request.offer.token, handler.name);
     if (!found.ok) return null;
     const connection = found.connection;
-    const old = connection.socket;
-    this.registry.reattach(connection, socket);
-    socket.connection = connection;
-    this.sessions.resumed(connection);
-    // A half-open old socket: its close no longer concerns the session (its handler sees another socket).
-    if (old.readyState === old.OPEN || old.readyState === old.CONNECTING) old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
-    void this.greetResumed(connection, request.offer);
+    this.reattach(connection, socket);
+    connection.holdForReplay();
+    void this.greetResumed(connection, request.offer, null);
     return connection;
   }
 
@@ -55,6 +119,11 @@ export class SessionResumeService {
     return encodeResumeMeta(this.sessions.issueToken(connection), this.sessions.windowSeconds, isFailedResume ? false : undefined);
   }
 
+  /** Cluster mode: before hello, the new session's record is written (resumable on any node from then on). */
+  started(connection: Connection): Promise<void> | undefined {
+    return connection.isResumable ? this.sessions.started(connection) : undefined;
+  }
+
   /** The socket of `connection` closed: a resumable session may be detached (SPEC §12.2), anything else ends. */
   socketClosed(connection: Connection, peerCloseCode: number): void {
     if (connection.isResumable) this.sessions.socketClosed(connection, peerCloseCode);
@@ -62,15 +131,75 @@ export class SessionResumeService {
   }
 
   /**
-   * hello (resumed, lost) → missed messages → snapshots → live. The replay
-   * may be read from Redis (cluster mode): meanwhile the connection is held
-   * (live frames kept, then sent only beyond what was replayed: no duplicate,
-   * no gap, SPEC §12.3). A socket that closed or was replaced meanwhile gets
-   * nothing, and the token it came with stays valid.
+   * SPEC §12.5: the takeover script moved the session to this node at once.
+   * Held here already: it takes the new socket. Held elsewhere or by no
+   * node: rebuilt from its record under the same connection id, user and
+   * authorization response, subscriptions back in place before the hello.
    */
-  private async greetResumed(connection: Connection, offer: ResumeOffer): Promise<void> {
-    const socket = connection.socket;
+  private async resumeInCluster(socket: GatewaySocket, handler: Handler, offer: ResumeOffer): Promise<Connection | null> {
+    const taken = await this.sessions.takeOver(offer.token, handler.name);
+    if (!taken.ok) return null;
+    const { record, token } = taken;
+    const local = this.registry.get(record.connectionId);
+    if (local !== undefined && local.isResumable && record.previousHolder === this.registry.nodeId) {
+      local.generation = record.generation;
+      this.reattach(local, socket);
+      local.holdForReplay();
+      this.sessions.adoptToken(local, token);
+      void this.greetResumed(local, offer, token);
+      return local;
+    }
+    // A stale copy here (this node was paused past its liveness timeout, say): the record wins.
+    if (local !== undefined) this.sessions.handOver(local);
+    return this.rebuild(socket, handler, record, offer, token);
+  }
+
+  private async rebuild(socket: GatewaySocket, handler: Handler, record: SessionRecord, offer: ResumeOffer, token: string): Promise<Connection | null> {
+    const connection = this.registry.adopt(record.connectionId, socket, handler);
+    // Live frames of its topics are held from now until the replay is out, then sent beyond it only (SPEC §12.3).
     connection.holdForReplay();
+    connection.generation = record.generation;
+    connection.identity = new Identity(record.userId, record.authJson);
+    this.registry.bindUser(connection, record.userId);
+    socket.connection = connection;
+    this.activity.adopted(connection, record.deadlineAt);
+    this.sessions.adoptToken(connection, token);
+    this.sessions.records!.adopted(record);
+    const positions = new Map([...record.topics].map(([topic, [offset, epoch]]) => [topic, { offset, epoch }]));
+    await Promise.all([
+      this.pubsub.restoreSubscriptions(connection, positions),
+      this.lattices.restoreSubscriptions(connection, record.namespaces),
+      record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
+    ]);
+    // Ended meanwhile (DELETE /v1/connection, taken over again), or detached (its client left again).
+    if (connection.state !== 'pending') return connection;
+    if (Logger.isLevelEnabled('log')) {
+      this.logger.log({ msg: 'session taken over', connection_id: connection.id, user_id: record.userId, from_node: record.previousHolder === '' ? null : record.previousHolder });
+    }
+    void this.greetResumed(connection, offer, token);
+    return connection;
+  }
+
+  /** The session takes `socket`; a half-open old socket is closed with 4409 (its close no longer concerns the session). */
+  private reattach(connection: Connection, socket: GatewaySocket): void {
+    const old = connection.socket;
+    this.registry.reattach(connection, socket);
+    socket.connection = connection;
+    if (old !== socket && (old.readyState === old.OPEN || old.readyState === old.CONNECTING)) old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
+  }
+
+  /**
+   * hello (resumed, lost) → missed messages → snapshots → live, for a
+   * session its caller holds (Connection.holdForReplay). The replay may be
+   * read from Redis (cluster mode): live frames are held meanwhile and then
+   * sent only beyond what was replayed (no duplicate, no gap, SPEC §12.3). A
+   * socket that closed or was replaced meanwhile gets nothing; on one node the
+   * token it came with then stays valid (`token` null: issued here, after the
+   * replay; in cluster mode the takeover script issued it).
+   */
+  private async greetResumed(connection: Connection, offer: ResumeOffer, token: string | null): Promise<void> {
+    this.sessions.resumed(connection);
+    const socket = connection.socket;
     let plan: ReplayPlan;
     try {
       plan = await this.pubsub.replay(connection, offer.positions);
@@ -79,7 +208,7 @@ export class SessionResumeService {
       plan = { lostTopics: [], frames: [], upTo: new Map() };
     }
     if (connection.socket !== socket || connection.state !== 'pending') return;
-    const meta = encodeResumeMeta(this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics);
+    const meta = encodeResumeMeta(token ?? this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics);
     if (Logger.isLevelEnabled('log')) {
       this.logger.log({ msg: 'connection resumed', connection_id: connection.id, user_id: connection.userId, replayed: plan.frames.length, lost: plan.lostTopics.length });
     }

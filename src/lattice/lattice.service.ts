@@ -118,6 +118,30 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     for (const namespace of this.byConnection.get(connection) ?? []) this.sendSnapshot(connection, namespace);
   }
 
+  /** SPEC §12.5: the namespaces a resumable session is attached to, as its session record keeps them. */
+  namespacesOf(connection: Connection): string[] {
+    return [...(this.byConnection.get(connection) ?? [])];
+  }
+
+  /**
+   * SPEC §12.5 (cluster mode): a session taken over from another node is
+   * attached again to its namespaces; this node holds each one, loaded from
+   * its log in Redis (private parts set while the session was detached
+   * included), before it resolves. The snapshots follow the resumed hello.
+   */
+  async restoreSubscriptions(connection: Connection, namespaces: readonly string[]): Promise<void> {
+    await Promise.all(
+      namespaces.map(async (namespace) => {
+        if (this.replicas === null) return this.attach(connection, namespace);
+        await this.replicas.hold(namespace);
+        await this.replicas.run(namespace, () => {
+          if (connection.state !== 'closed') this.attach(connection, namespace);
+        });
+        if (!this.attached.has(namespace)) this.releaseNamespace(namespace);
+      }),
+    );
+  }
+
   private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): Promise<void> | void {
     const connection = this.registry.get(connectionId);
     // SPEC §5: an unknown or just-closed connection is 204 and nothing happens: its body is not
@@ -143,11 +167,15 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     });
     // The connection left meanwhile and nobody else here holds the namespace.
     if (!this.attached.has(namespace)) this.releaseNamespace(namespace);
+    // Its session record says so before the 204 (SPEC §12.5).
+    await this.registry.subscriptionsChanged(connection);
   }
 
-  private applyUnsubscribe(connectionId: string, namespace: string): void {
+  private applyUnsubscribe(connectionId: string, namespace: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
-    if (connection !== undefined) this.detach(connection, namespace);
+    if (connection === undefined) return;
+    this.detach(connection, namespace);
+    return this.registry.subscriptionsChanged(connection);
   }
 
   /** `isKept`: merge even with nobody attached (a subscribe, or a namespace this node holds in cluster mode). */

@@ -280,6 +280,39 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     return { frame, topic, offset, epoch };
   }
 
+  /**
+   * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
+   * position at which it subscribed to each, as its session record keeps them.
+   */
+  topicPositionsOf(connection: Connection): Map<string, readonly [number, string | null]> {
+    const out = new Map<string, readonly [number, string | null]>();
+    for (const topic of this.index.topicsOf(connection) ?? []) {
+      const at = this.positions.subscribedAt(connection, topic);
+      out.set(topic, [at.offset, at.epoch]);
+    }
+    return out;
+  }
+
+  /**
+   * SPEC §12.5 (SESSIONS): a session taken over from another node gets its
+   * topic subscriptions back, with the positions at which it subscribed;
+   * resolves once this node listens to every one of the topics.
+   */
+  async restoreSubscriptions(connection: Connection, positions: ReadonlyMap<string, HistoryPosition>): Promise<void> {
+    for (const [topic, at] of positions) {
+      // At once: the fan-out loop counts resumable subscribers as the index holds them.
+      if (this.index.add(topic, connection) && this.isHistoryOn) this.positions.subscribed(connection, topic, at);
+    }
+    this.metrics.topics.set(this.index.topicCount);
+    await Promise.all(
+      [...positions.keys()].map((topic) => {
+        const joined = this.broker.join('t', topic);
+        // A topic new to this node: where it stands, as the start for gap detection.
+        return this.log === null || this.order.knows(topic) ? joined : joined.then(() => this.readPosition(this.log!, topic, null));
+      }),
+    );
+  }
+
   private applySubscribe(connectionId: string, topic: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
@@ -288,8 +321,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     if (isNewResumable) this.positions.subscribed(connection, topic, this.history?.position(topic) ?? NO_HISTORY);
     this.metrics.topics.set(this.index.topicCount);
     const joined = this.broker.join('t', topic);
-    if (this.log === null || (!isNewResumable && this.order.knows(topic))) return joined;
-    return joined.then(() => this.readPosition(this.log!, topic, isNewResumable ? connection : null));
+    const positioned = this.log === null || (!isNewResumable && this.order.knows(topic)) ? joined : joined.then(() => this.readPosition(this.log!, topic, isNewResumable ? connection : null));
+    // Cluster mode: the session record has it, with its subscribe position, before the 204 (SPEC §12.5).
+    return isNewResumable && this.registry.isRecording ? positioned.then(() => this.registry.subscriptionsChanged(connection)) : positioned;
   }
 
   /**
@@ -304,12 +338,13 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     if (subscriber !== null) this.positions.startsAt(subscriber, topic, position);
   }
 
-  private applyUnsubscribe(connectionId: string, topic: string): void {
+  private applyUnsubscribe(connectionId: string, topic: string): Promise<void> | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !this.index.remove(topic, connection)) return;
     if (connection.isResumable) this.positions.unsubscribed(connection, topic);
     this.leaveIfUnused(topic);
     this.metrics.topics.set(this.index.topicCount);
+    return this.registry.subscriptionsChanged(connection);
   }
 
   private leaveIfUnused(topic: string): void {

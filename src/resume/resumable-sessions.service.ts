@@ -1,13 +1,23 @@
-import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { Broker } from '../cluster/broker';
+import { ClusterContext } from '../cluster/cluster-context';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
+import { isResumeOffered } from './resume-settings';
+import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
 import { isSameDigest, newSessionToken, tokenDigest } from './session-token';
+
+/** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
+export type ClusterTakeover = { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
 
 /** What a resume token leads to: the session, or why there is none (the `gateway_resumes_total` result). */
 export type TokenLookup = { readonly ok: true; readonly connection: Connection } | { readonly ok: false; readonly result: 'expired' | 'invalid' };
+
+const NO_SUBSCRIPTIONS: SessionSubscriptions = { topics: new Map(), namespaces: [], watch: null };
 
 /** Digests of ended sessions' tokens are remembered this long (to count `expired`), at most this many. */
 const MAX_ENDED_REMEMBERED = 100_000;
@@ -25,17 +35,129 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly byDigest = new Map<string, Connection>();
   private readonly digestOf = new Map<Connection, string>();
   private readonly windowTimers = new Map<Connection, NodeJS.Timeout>();
+  /** Detached sessions' window ends (epoch ms), for their records. */
+  private readonly windowEnds = new Map<Connection, number>();
   /** Digest → ms at which it is forgotten, oldest first. */
   private readonly ended = new Map<string, number>();
   private readonly results;
+  private readonly logger = new Logger(ResumableSessionsService.name);
+  /** Cluster mode (SPEC §12.5): the sessions' records in Redis; null on one node. */
+  readonly records: SessionRecords | null = null;
+  private subscriptionsOf: (connection: Connection) => SessionSubscriptions = () => NO_SUBSCRIPTIONS;
+  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<string | null> = () => Promise.resolve(null);
 
   constructor(
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
     metrics: GatewayMetrics,
+    cluster: ClusterContext,
+    broker: Broker,
   ) {
     this.results = { resumed: metrics.resumes.labels('resumed'), expired: metrics.resumes.labels('expired'), invalid: metrics.resumes.labels('invalid') };
     registry.onRemove((connection) => this.forget(connection));
+    if (cluster.link !== null && isResumeOffered(config)) {
+      const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held(), () => this.restarts()));
+      registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)));
+      broker.locate({
+        // A draining node gave its resumable sessions away (held by no node): commands go to their records.
+        isHere: (connectionId) => {
+          const connection = registry.get(connectionId);
+          return connection !== undefined && !(connection.isResumable && records.hasLetGo);
+        },
+        holderOf: (connectionId) => records.holderOf(connectionId),
+        applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
+      });
+      broker.handle<number>('session_taken', (connectionId, generation) => this.takenElsewhere(connectionId, generation));
+    }
+  }
+
+  /**
+   * How a /v1 command reaches a session held by no node (SPEC §12.2: it
+   * applies to the detached session): the gateway, which sees every feature,
+   * turns it into an edit of the record. Returns the holder when a node took
+   * the session meanwhile.
+   */
+  applyToRecordWith(apply: (kind: string, connectionId: string, data: unknown) => Promise<string | null>): void {
+    this.orphanCommand = apply;
+  }
+
+  /** Where a session's subscriptions are read for its record (the gateway, which sees every feature). */
+  readSubscriptionsWith(read: (connection: Connection) => SessionSubscriptions): void {
+    this.subscriptionsOf = read;
+  }
+
+  /**
+   * Cluster mode: a resumable session starts (before its hello): its record
+   * is written, so it can be resumed on any node from its first hello on.
+   */
+  started(connection: Connection): Promise<void> | undefined {
+    const start = this.startOf(connection);
+    if (this.records === null || start === null) return undefined;
+    return this.records.started(start, this.subscriptionsOf(connection));
+  }
+
+  private startOf(connection: Connection): SessionStart | null {
+    const digest = this.digestOf.get(connection);
+    if (digest === undefined || connection.identity === null) return null;
+    const identity = connection.identity;
+    const windowEndAt = connection.state === 'detached' ? (this.windowEnds.get(connection) ?? 0) : 0;
+    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, authorization: identity.authorization, handlerName: connection.handler.name, windowEndAt };
+  }
+
+  /** After a Redis reconnection: every authorized session here, to be written again. */
+  private *restarts(): Iterable<[SessionStart, SessionSubscriptions]> {
+    for (const connection of this.digestOf.keys()) {
+      const start = connection.state === 'pending' ? null : this.startOf(connection);
+      if (start !== null) yield [start, this.subscriptionsOf(connection)];
+    }
+  }
+
+  /**
+   * Cluster mode, SPEC §12.3/12.5: take over the session of `token` through
+   * Redis, wherever it is held (this node included: its digest is checked
+   * there too). Counts a failure.
+   */
+  async takeOver(token: string, handlerName: string): Promise<ClusterTakeover> {
+    const next = newSessionToken();
+    let result: Awaited<ReturnType<SessionRecords['takeOver']>>;
+    try {
+      result = await this.records!.takeOver(tokenDigest(token), handlerName, tokenDigest(next));
+    } catch (err) {
+      this.logger.warn({ msg: 'resume lookup failed', error: (err as Error).message });
+      result = { ok: false, result: 'invalid' };
+    }
+    if (!result.ok) {
+      this.countFailure(result.result);
+      return { ok: false };
+    }
+    return { ok: true, record: result.record, token: next };
+  }
+
+  /** Cluster mode: `connection` (re)takes the session with the token its takeover issued. */
+  adoptToken(connection: Connection, token: string): void {
+    const digest = tokenDigest(token);
+    const previous = this.digestOf.get(connection);
+    if (previous !== undefined) this.byDigest.delete(previous);
+    this.byDigest.set(digest, connection);
+    this.digestOf.set(connection, digest);
+  }
+
+  /**
+   * Cluster mode: another node took over the session (its takeover script
+   * told us on our node channel). The old socket, if still open, is closed
+   * with 4409; the session is forgotten here without any presence change.
+   */
+  private takenElsewhere(connectionId: string, generation: number): void {
+    const connection = this.registry.get(connectionId);
+    if (connection === undefined || !connection.isResumable || connection.generation >= generation) return;
+    this.handOver(connection);
+  }
+
+  /** Forget a session another node holds now: 4409 for its socket, no detach, no presence change. */
+  handOver(connection: Connection): void {
+    connection.isHandedOver = true;
+    if (connection.state !== 'detached') connection.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
+    this.registry.remove(connection);
   }
 
   /** RESUME_WINDOW in whole seconds, as the hello's `window` gives it. */
@@ -76,6 +198,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const timer = this.windowTimers.get(connection);
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
+    this.windowEnds.delete(connection);
     this.results.resumed.inc();
   }
 
@@ -89,6 +212,9 @@ export class ResumableSessionsService implements OnModuleDestroy {
       this.digestOf.has(connection) && connection.identity !== null && this.registry.holds(connection) && isDetachedByClose(connection.closedWith, peerCloseCode);
     if (!isDetached) return this.registry.remove(connection);
     this.registry.detach(connection);
+    const windowEndAt = Date.now() + this.config.resume.windowMs;
+    this.windowEnds.set(connection, windowEndAt);
+    void this.records?.detached(connection.id, windowEndAt);
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);
@@ -96,6 +222,12 @@ export class ResumableSessionsService implements OnModuleDestroy {
 
   onModuleDestroy(): void {
     for (const timer of this.windowTimers.values()) clearTimeout(timer);
+    this.records?.stop();
+  }
+
+  /** This node's sessions, for the refresh of their records. */
+  private *held(): Iterable<HeldSession> {
+    for (const [connection, digest] of this.digestOf) yield { connectionId: connection.id, digest, isDetached: connection.state === 'detached' };
   }
 
   private forget(connection: Connection): void {
@@ -106,7 +238,10 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const timer = this.windowTimers.get(connection);
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
-    this.remember(digest);
+    this.windowEnds.delete(connection);
+    this.records?.forget(connection.id);
+    // Taken over elsewhere: the session goes on, its token was not ended.
+    if (!connection.isHandedOver) this.remember(digest);
   }
 
   private remember(digest: string): void {

@@ -65,9 +65,22 @@ end
 return {s, ver}`;
 
 // KEYS: user hash, node's users, deadlines, the node's liveness key.
-// ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again).
+// ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again),
+// and for a resumable session (SPEC §12.5) ending here: its connection id and REDIS_PREFIX, else ''. Such a session
+// leaves only while this node holds it (another took it over, with its count, or it was orphaned by a reaper);
+// its record goes and its token is remembered as ended.
 const LEAVE = `${NOW}
 if ARGV[6] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0} end
+if ARGV[7] ~= '' then
+  local rk = ARGV[8] .. 'rs:' .. ARGV[7]
+  local r = redis.call('HMGET', rk, 'n', 'd')
+  if r[1] and r[1] ~= ARGV[1] then return {false, 0} end
+  if r[1] then
+    redis.call('DEL', rk)
+    redis.call('SET', ARGV[8] .. 'rt:' .. r[2], '', 'PX', 60000)
+  end
+  redis.call('SREM', ARGV[8] .. 'rn:' .. ARGV[1], ARGV[7])
+end
 local field = 'c:' .. ARGV[1]
 local n = 0
 if ARGV[3] == 'one' then n = redis.call('HINCRBY', KEYS[1], field, -1) end
@@ -126,6 +139,7 @@ export class ClusterSessions {
   private isStopped = false;
   private announce: StatusAnnounce = () => undefined;
   private notice: InactiveNotice = () => undefined;
+  private readonly removeNodeHooks: Array<(nodeId: string) => Promise<void>> = [];
 
   constructor(
     private readonly link: RedisLink,
@@ -156,14 +170,42 @@ export class ClusterSessions {
     await this.run(() => this.assert(userId, 'incr', 1, 'active'));
   }
 
-  /** A connection of `userId` here closed. */
-  async disconnected(userId: string): Promise<void> {
-    if (this.countOf(userId) === 0) {
-      this.local.delete(userId);
-      this.dirty.delete(userId);
-    }
+  /**
+   * A connection of `userId` here closed. `sessionId`: the connection id of
+   * a resumable session (SPEC §12.5), whose record goes with it, and which
+   * leaves only if this node still holds it.
+   */
+  async disconnected(userId: string, sessionId: string | null = null): Promise<void> {
+    this.forgetIfGone(userId);
     if (!this.link.isUp || this.isStopped) return;
-    await this.run(() => this.leave(userId, this.nodeId, 'one', false));
+    await this.run(() => this.leave(userId, this.nodeId, 'one', false, sessionId));
+  }
+
+  /**
+   * SPEC §12.5: this node took a session of `userId` over; the takeover script
+   * already moved its count here. Deadline: the user's in Redis (resuming is
+   * not activity, §12.2).
+   */
+  adopted(userId: string, authorization: string, handlerName: string, deadlineAt: number): void {
+    const session = this.local.get(userId);
+    if (session !== undefined) session.deadlineAt = Math.max(session.deadlineAt, deadlineAt);
+    else this.local.set(userId, { deadlineAt, pushedAt: 0, authorization, handlerName });
+  }
+
+  /** A session of `userId` here was taken over by another node, which counts it now: nothing changes in Redis. */
+  handedOver(userId: string): void {
+    this.forgetIfGone(userId);
+  }
+
+  /** Runs before a node's presence is removed (drain, death): resumable sessions are detached first (SPEC §12.5). */
+  beforeRemoveNode(hook: (nodeId: string) => Promise<void>): void {
+    this.removeNodeHooks.push(hook);
+  }
+
+  private forgetIfGone(userId: string): void {
+    if (this.countOf(userId) !== 0) return;
+    this.local.delete(userId);
+    this.dirty.delete(userId);
   }
 
   /**
@@ -196,6 +238,7 @@ export class ClusterSessions {
    * it re-asserts its presence when it finds its key was lost.
    */
   async removeNode(nodeId: string): Promise<void> {
+    for (const hook of this.removeNodeHooks) await this.run(() => hook(nodeId));
     const users = await this.link.command.smembers(this.names.nodeUsers(nodeId));
     await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));
     if (nodeId === this.nodeId) await this.link.command.del(this.names.nodeUsers(nodeId));
@@ -254,11 +297,12 @@ export class ClusterSessions {
     if (status !== null) this.announce(userId, status, version);
   }
 
-  private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean): Promise<void> {
+  private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean, sessionId: string | null = null): Promise<void> {
     const key = this.names.channel('u', userId);
     const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId)];
     const isReaping = nodeId === this.nodeId ? '0' : '1';
-    const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping])) as StatusReply;
+    const session = sessionId === null ? ['', ''] : [sessionId, this.names.prefix];
+    const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping, ...session])) as StatusReply;
     if (reply[0] === 'offline') this.announce(userId, 'offline', reply[1]);
   }
 

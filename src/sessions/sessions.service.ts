@@ -148,9 +148,28 @@ export class SessionsService implements OnModuleDestroy {
     }
   }
 
+  /**
+   * Cluster mode, SPEC §12.5: this node took over a resumable session of
+   * another node (its count moved here in Redis); `deadlineAt` is the user's
+   * deadline there. Nothing is announced: resuming is not activity (§12.2).
+   */
+  adopted(connection: Connection, deadlineAt: number): void {
+    const identity = connection.identity!;
+    this.cluster?.adopted(identity.userId, identity.authorization, connection.handler.name, deadlineAt);
+  }
+
+  /** Cluster mode: runs before a drained or dead node's presence is removed (SPEC §12.5: its resumable sessions detach first). */
+  beforeRemoveNode(hook: (nodeId: string) => Promise<void>): void {
+    this.cluster?.beforeRemoveNode(hook);
+  }
+
   private onConnectionGone(connection: Connection): void {
     const userId = connection.userId;
-    if (userId !== null && this.cluster !== null) return void this.cluster.disconnected(userId);
+    if (userId !== null && this.cluster !== null) {
+      // Taken over by another node, which counts it now (SPEC §12.5).
+      if (connection.isHandedOver) return this.cluster.handedOver(userId);
+      return void this.cluster.disconnected(userId, connection.isResumable ? connection.id : null);
+    }
     if (userId === null || this.registry.hasUser(userId)) return;
     if (this.sessions.get(userId)?.status === 'inactive') this.end(userId);
   }

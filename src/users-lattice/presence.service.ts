@@ -28,6 +28,7 @@ export class PresenceService implements OnModuleInit {
   /** Watched user → subscribed connections watching it. */
   private readonly watchers = new Map<string, Set<Connection>>();
   private readonly framesSent;
+  private addForUserElsewhere: ((userId: string, userIds: readonly string[]) => Promise<void>) | null = null;
 
   constructor(
     private readonly broker: Broker,
@@ -62,7 +63,13 @@ export class PresenceService implements OnModuleInit {
   }
 
   addForUser(userId: string, userIds: readonly string[]): Promise<void> {
-    return this.broker.toEveryNode('users_add', userId, userIds);
+    const sent = this.broker.toEveryNode('users_add', userId, userIds);
+    return this.addForUserElsewhere === null ? sent : Promise.all([sent, this.addForUserElsewhere(userId, userIds)]).then(() => undefined);
+  }
+
+  /** Cluster mode, SPEC §12.2: endpoint 8 also reaches the user's resumable sessions that no node holds (their records). */
+  alsoAddForUser(add: (userId: string, userIds: readonly string[]) => Promise<void>): void {
+    this.addForUserElsewhere = add;
   }
 
   /** After hello: the statuses of the whole watch list, when subscribed (SPEC §3). */
@@ -71,21 +78,38 @@ export class PresenceService implements OnModuleInit {
     if (watched !== undefined) this.sendStatuses(connection, watched);
   }
 
-  private applySubscribe(connectionId: string, userIds: readonly string[]): Promise<void> | void {
-    const connection = this.registry.get(connectionId);
-    if (connection === undefined || connection.state === 'closed') return;
-    return this.watch(connection, userIds);
+  /** SPEC §12.5: a resumable session's watch list as its session record keeps it; null when not subscribed. */
+  watchListOf(connection: Connection): string[] | null {
+    const watched = this.watchLists.get(connection);
+    return watched === undefined ? null : [...watched];
   }
 
-  private applyUnsubscribe(connectionId: string): void {
+  /** SPEC §12.5: a session taken over from another node watches its users again (its snapshot follows the resumed hello). */
+  async restoreWatch(connection: Connection, userIds: readonly string[]): Promise<void> {
+    await this.watch(connection, userIds);
+  }
+
+  private async applySubscribe(connectionId: string, userIds: readonly string[]): Promise<void> {
     const connection = this.registry.get(connectionId);
-    if (connection !== undefined) this.unwatchAll(connection);
+    if (connection === undefined || connection.state === 'closed') return;
+    await this.watch(connection, userIds);
+    await this.registry.subscriptionsChanged(connection);
+  }
+
+  private applyUnsubscribe(connectionId: string): Promise<void> | undefined {
+    const connection = this.registry.get(connectionId);
+    if (connection === undefined) return;
+    this.unwatchAll(connection);
+    return this.registry.subscriptionsChanged(connection);
   }
 
   /** Endpoint 8: only connections of `userId` already subscribed are affected. */
   private async applyAdd(userId: string, userIds: readonly string[]): Promise<void> {
     const subscribed = [...this.registry.ofUser(userId)].filter((connection) => this.watchLists.has(connection));
-    await Promise.all(subscribed.map((connection) => this.watch(connection, userIds)));
+    await Promise.all(subscribed.map(async (connection) => {
+      await this.watch(connection, userIds);
+      await this.registry.subscriptionsChanged(connection);
+    }));
   }
 
   private watch(connection: Connection, userIds: readonly string[]): Promise<void> | void {

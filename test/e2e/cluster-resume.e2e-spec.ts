@@ -1,0 +1,442 @@
+import Redis from 'ioredis';
+import { ChildGateway } from './harness/child-gateway';
+import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
+import { ProcessCluster, StatusMirror, untilRedisHas, untilRedisState } from './harness/cluster-nodes';
+import { RedisServer } from './harness/redis-server';
+import { FakeUpstream } from './harness/fake-upstream';
+import { TestGateway, startTestGateway } from './harness/gateway';
+import { api } from './harness/http';
+import { scrapeMetrics, untilMetric } from './harness/metrics';
+import { ResumeMeta, dropConnection, helloMeta, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
+import { Frame, WsClient } from './harness/ws-client';
+
+/** Anything a gateway node serves: an in-process one or a child process. */
+interface Node {
+  readonly wsUrl: string;
+  readonly apiUrl: string;
+}
+
+let queries = 0;
+
+/** The connection id in the authorization request made with `query`. */
+async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
+  const auth = await upstream.nextRequest((r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query);
+  return (auth.body as [{ connection_id: string }])[0].connection_id;
+}
+
+function authRequests(upstream: FakeUpstream): number {
+  return upstream.requests.filter((r) => r.path.endsWith('/gateway/authorize_connection')).length;
+}
+
+async function put(node: Node, path: string, body?: unknown): Promise<void> {
+  const res = await api(node.apiUrl, 'PUT', path, body);
+  expect([path, res.status, res.text]).toEqual([path, 204, '']);
+}
+
+async function publish(node: Node, topic: string, payload: unknown): Promise<void> {
+  const res = await api(node.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload));
+  expect(res.status).toBe(204);
+}
+
+/** The next frame, checked to be a message of `topic` carrying `payload` (positions are the HISTORY part's). */
+async function expectMessage(client: WsClient, topic: string, payload: unknown, ms = 2000): Promise<void> {
+  const frame = await client.next(ms);
+  expect([frame[0], frame[1].topic, frame[2]]).toEqual(['message', topic, payload]);
+}
+
+/** A `gateway.user` watcher: every status it was sent, whether read yet or not. */
+class Watcher extends StatusMirror {
+  constructor(readonly socket: WsClient) {
+    super(socket);
+  }
+
+  /** Every status of `user` the client received so far, in order (its first snapshot included). */
+  statusesOf(user: string): string[] {
+    const out: string[] = [];
+    for (const frame of this.socket.frames) {
+      const entry = frame[0] === 'lattice' && frame[1].namespace === 'gateway.user' ? (frame[2] as Record<string, { status_register: [number, string] }>)[user] : undefined;
+      if (entry !== undefined) out.push(entry.status_register[1]);
+    }
+    return out;
+  }
+
+  /** Every frame sent to it before now has arrived (a call's reply comes after them). */
+  async barrier(): Promise<void> {
+    await expectNothingMore(this.socket);
+  }
+}
+
+let barriers = 0;
+/** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
+async function expectNothingMore(client: WsClient): Promise<void> {
+  const requestId = `barrier-${++barriers}`;
+  expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+}
+
+/** SPEC §12.5 and the cluster side of §12.2/§12.3: sessions resume on any node. */
+describe('cluster: resumable sessions (SPEC §12.5)', () => {
+  const clients: WsClient[] = [];
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+  });
+
+  async function optIn(node: Node, upstream: FakeUpstream, user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
+    const query = `user=${user}&q=${++queries}`;
+    const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
+    clients.push(client);
+    return { client, resume: resumeOf(hello), cid: await cidOf(upstream, query) };
+  }
+
+  /** Resume with `token` (a fallback's authorization would be of user `<user>-resume`). */
+  async function resume(node: Node, user: string, token: string): Promise<{ client: WsClient; hello: Frame; resume: ResumeMeta }> {
+    const { client, hello } = await WsClient.hello(node.wsUrl, { query: `user=${user}-resume&q=${++queries}`, protocols: resumeProtocols(token) });
+    clients.push(client);
+    return { client, hello, resume: resumeOf(hello) };
+  }
+
+  /** A watcher of `user` (on another connection), once its first snapshot came. */
+  async function watcherOf(node: Node, upstream: FakeUpstream, user: string, others: string[] = []): Promise<Watcher> {
+    const query = `user=wat&q=${++queries}`;
+    const { client } = await WsClient.hello(node.wsUrl, { query });
+    clients.push(client);
+    await put(node, `/v1/connection/${await cidOf(upstream, query)}/users`, [user, ...others]);
+    const watcher = new Watcher(client);
+    await watcher.until(user, 'offline', 3000);
+    return watcher;
+  }
+
+  describe('in-process nodes', () => {
+    let c: TestCluster;
+    let a: TestGateway;
+    let b: TestGateway;
+    let x: TestGateway;
+    afterEach(() => c.close());
+
+    async function start(env: Record<string, string> = {}): Promise<void> {
+      c = await startTestCluster(3, env);
+      [a, b, x] = c.nodes;
+    }
+
+    it('resumes on node B a session born on node A: same cid, no authorization, subscriptions, lattice data, watch list', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      await put(x, `/v1/connection/${cid}/subscriptions/t1`);
+      await put(x, `/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 1 } }, private: { ann: { k: { mine_counter: 2 } } } });
+      await put(x, `/v1/connection/${cid}/users`, ['bob']);
+      expect(await client.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1, mine_counter: 2 } }]);
+      expect((await client.next())[1]).toEqual({ namespace: 'gateway.user' });
+      await dropConnection(client);
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+      // The backend changes the lattice while the session is detached.
+      expect((await api(x.apiUrl, 'POST', '/v1/lattice/ns', { private: { ann: { k: { mine_counter: 3 } } } })).status).toBe(204);
+      const auths = authRequests(c.upstream);
+
+      const { client: again, hello, resume: second } = await resume(b, 'ann', first.token);
+      expect(authRequests(c.upstream)).toBe(auths);
+      expect(helloMeta(hello)).toEqual({ resume: { token: second.token, window: 30 }, resumed: true, lost: [] });
+      expect(second.token).not.toBe(first.token);
+      expect(hello[2]).toEqual({ user_id: 'ann' });
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1, mine_counter: 3 } }]);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [0, 'offline'] } }]);
+      await publish(x, 't1', 'after');
+      await expectMessage(again, 't1', 'after');
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
+      expect((await scrapeMetrics(b.apiUrl)).value('gateway_resumes_total{result="resumed"}')).toBe(1);
+      // A call from the resumed socket carries the same connection id upstream.
+      await again.call('test.echo', { request_id: 1 });
+      const call = await c.upstream.nextRequest((r) => r.path.endsWith('/test/echo'));
+      expect((call.body as [{ connection_id: string }])[0].connection_id).toBe(cid);
+      await expectNothingMore(again);
+      const logs = [...a.logs, ...b.logs, ...x.logs].join('\n');
+      expect(logs).toContain('session taken over');
+      expect(logs).not.toContain(first.token);
+      expect(logs).not.toContain(second.token);
+    });
+
+    it('closes the half-open old socket on node A with 4409 session_resumed; presence stays', async () => {
+      await start();
+      const watcher = await watcherOf(x, c.upstream, 'ann');
+      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      await watcher.until('ann', 'active', 2000);
+      await put(a, `/v1/connection/${cid}/subscriptions/t1`);
+      const { client: again, hello } = await resume(b, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await client.closed(3000)).toEqual({ code: 4409, reason: 'session_resumed' });
+      await publish(a, 't1', 'after');
+      await expectMessage(again, 't1', 'after');
+      await expectNothingMore(again);
+      await watcher.barrier();
+      expect(watcher.statusesOf('ann')).toEqual(['offline', 'active']);
+    });
+
+    it('routes /v1 commands for a moved cid to its new node: 204 once in effect there; DELETE closes it with 4403', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      await dropConnection(client);
+      const { client: again } = await resume(b, 'ann', first.token);
+      // Through the birth node, through the new node and through a third node.
+      for (const [node, topic] of [[a, 't1'], [b, 't2'], [x, 't3']] as const) {
+        await put(node, `/v1/connection/${cid}/subscriptions/${topic}`);
+        await publish(x, topic, topic);
+        await expectMessage(again, topic, topic);
+      }
+      await put(a, `/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 7 } }, private: { ann: { k: {} } } });
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 7 } }]);
+      const res = await api(x.apiUrl, 'DELETE', `/v1/connection/${cid}`);
+      expect(res.status).toBe(204);
+      expect(await again.closed()).toEqual({ code: 4403, reason: 'disconnected' });
+      // Ended: the latest token resumes nothing.
+      const { hello } = await resume(a, 'ann', resumeOf(again.frames[0]).token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+    });
+
+    it('resumes A → B → A → B, each time with the latest token', async () => {
+      await start();
+      let { client, resume: current, cid } = await optIn(a, c.upstream, 'ann');
+      await put(x, `/v1/connection/${cid}/subscriptions/t1`);
+      const order = [b, a, b];
+      for (let round = 0; round < order.length; round++) {
+        await dropConnection(client);
+        const resumed = await resume(order[round], 'ann', current.token);
+        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true });
+        client = resumed.client;
+        current = resumed.resume;
+        await publish(x, 't1', round);
+        await expectMessage(client, 't1', round);
+        await put(x, `/v1/connection/${cid}/subscriptions/r${round}`);
+        await publish(x, `r${round}`, 'cmd');
+        await expectMessage(client, `r${round}`, 'cmd');
+      }
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
+      await expectNothingMore(client);
+    });
+
+    it('a used token and an expired token fall back to a normal connect with resumed: false; the ended record is gone', async () => {
+      await start({ RESUME_WINDOW: '1s' });
+      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      await dropConnection(client);
+      const { client: again } = await resume(b, 'ann', first.token);
+      const used = await resume(x, 'ann', first.token);
+      expect(helloMeta(used.hello)).toEqual({ resume: { token: expect.any(String), window: 1 }, resumed: false });
+      expect(used.hello[2]).toEqual({ user_id: 'ann-resume' });
+      expect((await scrapeMetrics(x.apiUrl)).value('gateway_resumes_total{result="invalid"}')).toBe(1);
+      await expectNothingMore(again);
+      // Expired: its window passes while detached on B.
+      const latest = resumeOf(again.frames[0]).token;
+      await dropConnection(again);
+      await untilMetric(b.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+      await untilMetric(b.apiUrl, 'gateway_sessions_detached', (v) => v === 0, 3000);
+      const expired = await resume(a, 'ann', latest);
+      expect(helloMeta(expired.hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(a.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      await expectNothingMore(expired.client);
+      const redis = new Redis(TEST_REDIS_URL);
+      try {
+        expect(await redis.exists(`${c.prefix}rs:${cid}`)).toBe(0);
+      } finally {
+        redis.disconnect();
+      }
+    });
+  });
+
+  describe('two handlers', () => {
+    const handlers = (url: string) => `
+destinations:
+  app: { url: "${url}" }
+handlers:
+  one: { path: /one, message_handlers: { "*": app/ } }
+  two: { path: /two, message_handlers: { "*": app/ } }
+`;
+    let upstream: FakeUpstream;
+    const nodes: TestGateway[] = [];
+    afterEach(async () => {
+      await Promise.all(nodes.splice(0).map((node) => node.close()));
+      await upstream.close();
+    });
+
+    it('a token of another handler falls back to a normal connect on that handler, and stays valid on its own', async () => {
+      upstream = await FakeUpstream.start();
+      const prefix = randomPrefix();
+      for (const nodeId of ['nodeA', 'nodeB']) nodes.push(await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId }, handlers, upstream));
+      const [a, b] = nodes;
+      const query = `user=ann&q=${++queries}`;
+      const { client, hello } = await WsClient.hello(a.wsUrl, { path: '/one', query, protocols: optInProtocols() });
+      clients.push(client);
+      const token = resumeOf(hello).token;
+      await dropConnection(client);
+      const other = await WsClient.hello(b.wsUrl, { path: '/two', query: `user=eve&q=${++queries}`, protocols: resumeProtocols(token) });
+      clients.push(other.client);
+      expect(helloMeta(other.hello)).toMatchObject({ resumed: false });
+      expect(other.hello[2]).toEqual({ user_id: 'eve' });
+      const same = await WsClient.hello(b.wsUrl, { path: '/one', query: `user=x&q=${++queries}`, protocols: resumeProtocols(token) });
+      clients.push(same.client);
+      expect(helloMeta(same.hello)).toMatchObject({ resumed: true });
+      expect(same.hello[2]).toEqual({ user_id: 'ann' });
+    });
+  });
+
+  describe('Redis restarted empty', () => {
+    let redis: RedisServer;
+    let upstream: FakeUpstream;
+    const nodes: TestGateway[] = [];
+    afterEach(async () => {
+      await Promise.all(clients.splice(0).map((client) => client.close()));
+      await Promise.all(nodes.splice(0).map((node) => node.close()));
+      await upstream.close();
+      await redis.kill();
+    });
+
+    it('the holder writes its sessions\' records again: they resume on another node with their subscriptions', async () => {
+      redis = await RedisServer.start();
+      upstream = await FakeUpstream.start();
+      const prefix = randomPrefix();
+      for (const nodeId of ['nodeA', 'nodeB']) nodes.push(await startTestGateway({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId }, undefined, upstream));
+      const [a, b] = nodes;
+      const { client, resume: first, cid } = await optIn(a, upstream, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await redis.kill();
+      await untilRedisState(a.apiUrl, 'down');
+      await redis.restart();
+      await untilRedisState(a.apiUrl, 'up');
+      await untilRedisState(b.apiUrl, 'up');
+      const probe = new Redis(redis.url);
+      try {
+        await untilRedisHas(probe, async (r) => (await r.hget(`${prefix}rs:${cid}`, 't:t1')) !== null, 'the record written again');
+      } finally {
+        probe.disconnect();
+      }
+      await dropConnection(client);
+      const { client: again, hello } = await resume(b, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true });
+      await publish(b, 't1', 'after');
+      await expectMessage(again, 't1', 'after');
+    }, 30_000);
+  });
+
+  describe('nodes as processes', () => {
+    let upstream: FakeUpstream;
+    let cluster: ProcessCluster;
+    let watchNode: TestGateway;
+    let prefix: string;
+    beforeEach(async () => {
+      upstream = await FakeUpstream.start();
+      prefix = randomPrefix();
+      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '20s' });
+      watchNode = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', RESUME_WINDOW: '20s' }, undefined, upstream);
+    });
+    afterEach(async () => {
+      await cluster.close();
+      await watchNode.close();
+      await upstream.close();
+    });
+
+    it('SIGKILL of the holder: the session resumes on another node at once, and watchers never see it offline', async () => {
+      const nodeK: ChildGateway = await cluster.start('nodeK');
+      const watcher = await watcherOf(watchNode, upstream, 'ann', ['bob']);
+      const { resume: first, cid } = await optIn(nodeK, upstream, 'ann');
+      await watcher.until('ann', 'active', 3000);
+      // A legacy connection on the same node: it ends with its node (SPEC §11).
+      await cluster.hello(nodeK, 'bob');
+      await watcher.until('bob', 'active', 3000);
+      await put(watchNode, `/v1/connection/${cid}/subscriptions/t1`);
+      await put(watchNode, `/v1/connection/${cid}/lattices/ns`, { private: { ann: { k: { v_counter: 4 } } } });
+      nodeK.kill('SIGKILL');
+      await nodeK.exit(5000);
+      const { client: again, hello } = await resume(watchNode, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true });
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 4 } }]);
+      await publish(watchNode, 't1', 'after');
+      await expectMessage(again, 't1', 'after');
+      // The dead node is reaped (≤ 15 s): ann keeps her count on the new node.
+      const other = await cluster.start('nodeO');
+      await put(other, `/v1/connection/${cid}/subscriptions/t2`);
+      await publish(other, 't2', 'routed');
+      await expectMessage(again, 't2', 'routed');
+      // Once the dead node is reaped (≤ 15 s), its presence is gone, and ann's stayed.
+      const redis = new Redis(TEST_REDIS_URL);
+      try {
+        await untilRedisHas(redis, async (r) => (await r.sismember(`${prefix}nodes`, 'nodeK')) === 0, 'nodeK reaped', 20_000);
+      } finally {
+        redis.disconnect();
+      }
+      await watcher.until('bob', 'offline', 5000);
+      await watcher.barrier();
+      expect(watcher.statusesOf('ann')).toEqual(['offline', 'active']);
+      expect(watcher.statusesOf('bob')).toEqual(['offline', 'active', 'offline']);
+    }, 60_000);
+
+    it('SIGTERM drain: 1012, presence unchanged, then a resume on the other node', async () => {
+      const nodeD = await cluster.start('nodeD');
+      const watcher = await watcherOf(watchNode, upstream, 'ann', ['bob']);
+      const ann = await optIn(nodeD, upstream, 'ann');
+      await watcher.until('ann', 'active', 3000);
+      const bob = await cluster.hello(nodeD, 'bob');
+      await watcher.until('bob', 'active', 3000);
+      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t1`);
+      nodeD.kill('SIGTERM');
+      expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
+      expect(await bob.client.closed(5000)).toEqual({ code: 1001, reason: 'shutdown' });
+      expect((await nodeD.exit(5000)).code).toBe(0);
+      // The legacy connection's presence went with the drain (SPEC §11), the resumable one's stayed.
+      await watcher.until('bob', 'offline', 2000);
+      // Held by no node now: /v1 commands apply to the detached session (SPEC §12.2), through its record.
+      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t2`);
+      await put(watchNode, `/v1/connection/${ann.cid}/lattices/ns`, { private: { ann: { k: { v_counter: 2 } } } });
+      await put(watchNode, `/v1/connection/${ann.cid}/users`, ['bob']);
+      await put(watchNode, '/v1/user/ann/users', ['carl']);
+      const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true });
+      expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 2 } }]);
+      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [expect.any(Number), 'offline'] }, carl: { status_register: [0, 'offline'] } }]);
+      await publish(watchNode, 't1', 'after');
+      await expectMessage(again, 't1', 'after');
+      await publish(watchNode, 't2', 'while-detached');
+      await expectMessage(again, 't2', 'while-detached');
+      await watcher.barrier();
+      expect(watcher.statusesOf('ann')).toEqual(['offline', 'active']);
+      expect(watcher.statusesOf('bob')).toEqual(['offline', 'active', 'offline']);
+    }, 60_000);
+
+    it.each([
+      ['/v1/connection/<cid>', (cid: string) => `/v1/connection/${cid}`],
+      ['/v1/user/ann/connections', () => '/v1/user/ann/connections'],
+    ])('DELETE %s of a session whose node drained ends it: its token resumes nothing', async (_, path) => {
+      const nodeD = await cluster.start('nodeD');
+      const ann = await optIn(nodeD, upstream, 'ann');
+      nodeD.kill('SIGTERM');
+      expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
+      await nodeD.exit(5000);
+      expect((await api(watchNode.apiUrl, 'DELETE', path(ann.cid))).status).toBe(204);
+      const { hello } = await resume(watchNode, 'ann', ann.resume.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+    }, 60_000);
+
+    it('node death with nobody resuming: the user stays present until the window ends, then offline', async () => {
+      await cluster.close();
+      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '3s', NEW_CONNECTION_IDLE_TIMEOUT: '1s' });
+      const nodeK = await cluster.start('nodeK');
+      const watcher = await watcherOf(watchNode, upstream, 'ann');
+      const { cid, resume: first } = await optIn(nodeK, upstream, 'ann');
+      await watcher.until('ann', 'active', 3000);
+      nodeK.kill('SIGKILL');
+      // Declared dead (≤ 15 s): the session is detached from then on, held by no node, for its 3 s window.
+      const redis = new Redis(TEST_REDIS_URL);
+      let detachedAt: number;
+      try {
+        await untilRedisHas(redis, async (r) => (await r.zscore(`${prefix}ro`, cid)) !== null, 'the orphaned session', 20_000);
+        detachedAt = Date.now();
+      } finally {
+        redis.disconnect();
+      }
+      // The deadline passed meanwhile: inactive, never offline, while the session counts.
+      const offlineAt = await watcher.until('ann', 'offline', 10_000);
+      expect(watcher.statusesOf('ann')).toEqual(['offline', 'active', 'inactive', 'offline']);
+      expect(offlineAt - detachedAt).toBeGreaterThanOrEqual(2500);
+      // Its window is over: its token resumes nothing.
+      const { hello } = await resume(watchNode, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+    }, 60_000);
+  });
+});
