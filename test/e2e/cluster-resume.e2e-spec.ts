@@ -7,7 +7,7 @@ import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
-import { ResumeMeta, dropConnection, helloMeta, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
+import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
@@ -39,9 +39,10 @@ async function publish(node: Node, topic: string, payload: unknown): Promise<voi
 }
 
 /** The next frame, checked to be a message of `topic` carrying `payload` (positions are the HISTORY part's). */
-async function expectMessage(client: WsClient, topic: string, payload: unknown, ms = 2000): Promise<void> {
+async function expectMessage(client: WsClient, topic: string, payload: unknown, ms = 2000): Promise<Frame> {
   const frame = await client.next(ms);
   expect([frame[0], frame[1].topic, frame[2]]).toEqual(['message', topic, payload]);
+  return frame;
 }
 
 /** A `gateway.user` watcher: every status it was sent, whether read yet or not. */
@@ -88,8 +89,8 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
   }
 
   /** Resume with `token` (a fallback's authorization would be of user `<user>-resume`). */
-  async function resume(node: Node, user: string, token: string): Promise<{ client: WsClient; hello: Frame; resume: ResumeMeta }> {
-    const { client, hello } = await WsClient.hello(node.wsUrl, { query: `user=${user}-resume&q=${++queries}`, protocols: resumeProtocols(token) });
+  async function resume(node: Node, user: string, token: string, positions: Record<string, Position> = {}): Promise<{ client: WsClient; hello: Frame; resume: ResumeMeta }> {
+    const { client, hello } = await WsClient.hello(node.wsUrl, { query: `user=${user}-resume&q=${++queries}`, protocols: resumeProtocols(token, positions) });
     clients.push(client);
     return { client, hello, resume: resumeOf(hello) };
   }
@@ -195,17 +196,19 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       let { client, resume: current, cid } = await optIn(a, c.upstream, 'ann');
       await put(x, `/v1/connection/${cid}/subscriptions/t1`);
       const order = [b, a, b];
+      // What the client received, as it offers it on resume (without it, a topic replays from its subscription).
+      const positions: Record<string, Position> = {};
       for (let round = 0; round < order.length; round++) {
         await dropConnection(client);
-        const resumed = await resume(order[round], 'ann', current.token);
-        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true });
+        const resumed = await resume(order[round], 'ann', current.token, positions);
+        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true, lost: [] });
         client = resumed.client;
         current = resumed.resume;
         await publish(x, 't1', round);
-        await expectMessage(client, 't1', round);
+        positions.t1 = positionOf(await expectMessage(client, 't1', round), 't1');
         await put(x, `/v1/connection/${cid}/subscriptions/r${round}`);
         await publish(x, `r${round}`, 'cmd');
-        await expectMessage(client, `r${round}`, 'cmd');
+        positions[`r${round}`] = positionOf(await expectMessage(client, `r${round}`, 'cmd'), `r${round}`);
       }
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
       await expectNothingMore(client);
