@@ -164,11 +164,9 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
 
   const messageTexts = (page: Page): Promise<string[]> => page.locator('#messages .message .text').allTextContents();
 
-  // enabled when §12 cluster resume lands
-  // (On main without it, 2026-11-25, the test fails on the presence assertion only: every reconnect is a
-  // new session, the draining node removes its users' presence, and both pages show both users offline;
-  // no message was lost, as the page joins the room again and the backend re-sends its recent messages.)
-  it.skip('loses no message and never shows the other user offline while every node restarts', async () => {
+  // Before cluster resume (SPEC §12.5) this failed on the presence assertion only: every reconnect was
+  // a new session, the draining node removed its users' presence, and both pages showed both users offline.
+  it('loses no message and never shows the other user offline while every node restarts', async () => {
     const ctx = browser!.context;
     const alice = await joinChat(ctx, `${backendUrl}/?node=1`, 'alice', pageErrors, { initScript: RECORDER });
     const bob = await joinChat(ctx, `${backendUrl}/?node=2`, 'bob', pageErrors, { initScript: RECORDER, viewport: { width: 390, height: 740 } });
