@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
 import { TestGateway } from './harness/gateway';
+import { untilRedisHas } from './harness/cluster-nodes';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { RedisServer } from './harness/redis-server';
@@ -398,6 +399,13 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await ownRedis.restart();
       await waitUp(b);
       await waitUp(a);
+      // The holder writes its sessions' records again after the reconnect (SPEC §12.5); a resume before that fails.
+      const probe = new Redis(ownRedis.url);
+      try {
+        await untilRedisHas(probe, async (r) => (await r.exists(`${cluster.prefix}rs:${cid}`)) === 1, 'the session record written again');
+      } finally {
+        probe.disconnect();
+      }
       await publish(b, 't1', 'after-restart');
       const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
