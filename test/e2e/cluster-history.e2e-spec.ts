@@ -54,6 +54,17 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     expect([res.status, res.text]).toEqual([204, '']);
   }
 
+  /** A resumable session of ann on `a`, subscribed to t1 through `b`, that saw one message and is now detached. */
+  async function seenThenDetached(a: TestGateway, b: TestGateway): Promise<{ first: ResumeMeta; cid: string; seen: Position }> {
+    const { client, resume: first, cid } = await optIn(a, 'ann');
+    await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+    await publish(b, 't1', 'seen');
+    const seen = positionOf(await client.next(), 't1');
+    await dropConnection(client);
+    await untilDetached(a, 1);
+    return { first, cid, seen };
+  }
+
   async function untilDetached(node: TestGateway, count: number): Promise<void> {
     await untilMetric(node.apiUrl, 'gateway_sessions_detached', (v) => v === count);
   }
@@ -367,12 +378,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
 
     it('lost when the Redis history was wiped: the topic has a new epoch, live frames start again at 1', async () => {
       const [a, b] = await start();
-      const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await publish(b, 't1', 'seen');
-      const seen = positionOf(await client.next(), 't1');
-      await dropConnection(client);
-      await untilDetached(a, 1);
+      const { first, seen } = await seenThenDetached(a, b);
       await publish(b, 't1', 'gone');
       await redis.del(...(await keys('t[hp]:*')));
       await publish(b, 't1', 'new-1');
@@ -389,12 +395,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('lost after its own redis-server restarted empty (new epoch)', async () => {
       ownRedis = await RedisServer.start();
       const [a, b] = await start({}, ownRedis.url);
-      const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await publish(b, 't1', 'seen');
-      const seen = positionOf(await client.next(), 't1');
-      await dropConnection(client);
-      await untilDetached(a, 1);
+      const { first, cid, seen } = await seenThenDetached(a, b);
       await ownRedis.kill();
       await ownRedis.restart();
       await waitUp(b);
