@@ -156,6 +156,23 @@ describe('RedisBroker with an owner that does not acknowledge', () => {
       await pair.close();
     }
   }, 15_000);
+
+  it('answers cluster_unavailable at once when the owner could not apply the command, and still acks the others of its message', async () => {
+    const pair = await redisPair();
+    try {
+      pair.b.handle<string>('sub', (cid) => {
+        if (cid === 'nodeB-bad') throw new Error('its record could not be written');
+      });
+      pair.a.handle('sub', () => undefined);
+      const startedAt = Date.now();
+      const [bad, good] = await Promise.allSettled([pair.a.toOwner('sub', 'nodeB-bad', 't'), pair.a.toOwner('sub', 'nodeB-good', 't')]);
+      expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'cluster_unavailable' } });
+      expect(good).toMatchObject({ status: 'fulfilled' });
+      expect(Date.now() - startedAt).toBeLessThan(4000);
+    } finally {
+      await pair.close();
+    }
+  });
 });
 
 describe('RedisBroker with a subscriber that silently lost its subscriptions', () => {

@@ -54,7 +54,10 @@ describe(decodeNodeMessage.name, () => {
   it('reads the commands and the acks it encodes', () => {
     const commands = [['topic_subscribe', 'n1-abc', 'room', 7], ['users_add', 'alice', ['bob'], 8]] as const;
     expect(decodeNodeMessage(encodeCommands('n2', commands))).toEqual({ f: 'n2', c: commands });
-    expect(decodeNodeMessage(encodeAcks('n1', [7, 8]))).toEqual({ f: 'n1', a: [7, 8] });
+    expect(decodeNodeMessage(encodeAcks('n1', [7, 8]))).toEqual({ f: 'n1', a: [7, 8], e: [] });
+    expect(decodeNodeMessage(encodeAcks('n1', [7, 8], [8]))).toEqual({ f: 'n1', a: [7, 8], e: [8] });
+    // An earlier version's acks (no `e`) are all successes.
+    expect(decodeNodeMessage('{"f":"n1","a":[7]}')).toEqual({ f: 'n1', a: [7], e: [] });
   });
 
   it.each(['probe', 'null', '[]', '{"a":[1]}', '{"f":"n","a":["1"]}', '{"f":"n","c":[["x","y",1]]}', '{"f":"n","c":[[1,"y",null,1]]}'])('ignores %s', (text) => {

@@ -133,19 +133,24 @@ export type CommandEnvelope = readonly [kind: string, target: string, data: unkn
 
 /**
  * A node-channel message: the commands a node sent to one channel in one
- * tick (they travel together, in order), or the acks of some of them.
+ * tick (they travel together, in order), or the acks of some of them; `e`
+ * lists those among them that failed on the receiver (answered 503, not 204).
  */
-export type NodeMessage = { readonly f: string; readonly c: readonly CommandEnvelope[] } | { readonly f: string; readonly a: readonly number[] };
+export type NodeMessage =
+  | { readonly f: string; readonly c: readonly CommandEnvelope[] }
+  | { readonly f: string; readonly a: readonly number[]; readonly e: readonly number[] };
 
 /** Encodes commands from node `from`. */
 export function encodeCommands(from: string, commands: readonly CommandEnvelope[]): string {
   return JSON.stringify({ f: from, c: commands });
 }
 
-/** Encodes the acks of request ids `ids` by node `from`. */
-export function encodeAcks(from: string, ids: readonly number[]): string {
-  return JSON.stringify({ f: from, a: ids });
+/** Encodes the acks of request ids `ids` by node `from`, `failed` among them (omitted when none). */
+export function encodeAcks(from: string, ids: readonly number[], failed: readonly number[] = []): string {
+  return JSON.stringify(failed.length === 0 ? { f: from, a: ids } : { f: from, a: ids, e: failed });
 }
+
+const isNumber = (value: unknown): value is number => typeof value === 'number';
 
 /** Decodes a node-channel message; null when malformed (ignored, never thrown). */
 export function decodeNodeMessage(text: string): NodeMessage | null {
@@ -158,7 +163,11 @@ export function decodeNodeMessage(text: string): NodeMessage | null {
   if (value === null || typeof value !== 'object') return null;
   const v = value as Record<string, unknown>;
   if (typeof v.f !== 'string') return null;
-  if (Array.isArray(v.a) && v.a.every((id) => typeof id === 'number')) return { f: v.f, a: v.a as number[] };
+  if (Array.isArray(v.a) && v.a.every(isNumber)) {
+    // A node of an earlier version sends no `e`: its acks are all successes.
+    const failed = Array.isArray(v.e) ? v.e.filter(isNumber) : [];
+    return { f: v.f, a: v.a as number[], e: failed };
+  }
   if (Array.isArray(v.c) && v.c.every(isCommand)) return { f: v.f, c: v.c as CommandEnvelope[] };
   return null;
 }

@@ -288,14 +288,15 @@ export class RedisBroker extends Broker {
   private onNodeMessage(message: Buffer, isEveryNode: boolean): void {
     const decoded = decodeNodeMessage(message.toString('utf8'));
     if (decoded === null) return;
-    if ('a' in decoded) return this.onAcks(decoded.a);
+    if ('a' in decoded) return this.onAcks(decoded.f, decoded.a, decoded.e);
     if (decoded.f === this.nodeId) return; // our own commands to every node, applied locally already
     this.counters.commandIn.inc();
     void this.runRemote(decoded.f, decoded.c, !isEveryNode);
   }
 
-  private onAcks(ids: readonly number[]): void {
+  private onAcks(from: string, ids: readonly number[], failed: readonly number[]): void {
     this.counters.ackIn.inc();
+    if (failed.length > 0) this.finish(failed, new ClusterUnavailableError('cluster_unavailable', `node ${from} could not apply the command; retry`));
     for (const id of ids) {
       const request = this.pending.get(id);
       if (request === undefined) continue;
@@ -306,26 +307,32 @@ export class RedisBroker extends Broker {
 
   /**
    * Start every command in order, then ack them all in one message once each
-   * took effect. Request id 0 wants no ack (a notice, e.g. a session taken
-   * over, published by a script).
+   * took effect; those that failed are named as such, so their /v1 call
+   * answers 503 rather than 204 (e.g. a command passed on to the session's
+   * new holder, which did not answer). Request id 0 wants no ack (a notice,
+   * e.g. a session taken over, published by a script).
    */
   private async runRemote(from: string, commands: readonly CommandEnvelope[], isToOwner: boolean): Promise<void> {
-    await Promise.all(commands.map(([kind, target, json, id]) => this.runOne(from, kind, target, json, isToOwner && id !== 0)));
+    const outcomes = await Promise.all(commands.map(([kind, target, json, id]) => this.runOne(from, kind, target, json, isToOwner && id !== 0)));
     const ids = commands.map((command) => command[3]).filter((id) => id !== 0);
     if (ids.length === 0) return;
-    this.link.command.publish(this.names.node(from), encodeAcks(this.nodeId, ids)).catch(() => undefined);
+    const failed = commands.filter((command, i) => command[3] !== 0 && !outcomes[i]).map((command) => command[3]);
+    this.link.command.publish(this.names.node(from), encodeAcks(this.nodeId, ids, failed)).catch(() => undefined);
     this.counters.ackOut.inc();
   }
 
-  private async runOne(from: string, kind: string, target: string, json: unknown, isToOwner: boolean): Promise<void> {
+  /** Runs one remote command; false when it failed (logged). */
+  private async runOne(from: string, kind: string, target: string, json: unknown, isToOwner: boolean): Promise<boolean> {
     const registered = this.handlers.get(kind);
     try {
       if (registered === undefined) throw new Error(`no handler for ${kind}`);
       const data = registered.codec === undefined ? json : registered.codec.decode(json);
       // A command for a connection: it may have moved on to another node since (SPEC §12.5).
       await (isToOwner && this.locator !== null ? this.applyHeld(kind, target, data) : registered.handler(target, data));
+      return true;
     } catch (err) {
       this.logger.warn({ msg: 'remote command failed', kind, from, error: (err as Error).message });
+      return false;
     }
   }
 }
