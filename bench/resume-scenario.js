@@ -146,10 +146,13 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
   }
 
   return {
-    targets: ['baseline', 'gateway'],
+    // "floor": the bare handshake (bench/baseline/handshake-floor.js), new connects only: the
+    // most a resume could gain over a connect here (SPEC §12.3's ≥ 3× target is checked against it).
+    targets: ['baseline', 'gateway', 'floor'],
     isSetupParallel: true,
 
     async startStack(target, opts) {
+      if (target === 'floor') return startStack('floor', opts);
       // Both columns run the gateway (same build, same config); only the clients differ.
       const stack = await startStack('gateway', opts);
       stack.server.name = isResumable({ target }) ? 'gateway-resumable' : 'gateway-legacy'; // tells the --cpu-prof files apart
@@ -157,6 +160,7 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
     },
 
     async setup(stack, cfg, opts) {
+      if (stack.target === 'floor') return { resOpen: strip(await cost.open(stack, cfg, opts, false)) };
       const idle = await idleMemory(stack, cfg, opts);
       const fanOpen = await openAll(stack, cfg.fanout.n, { topic: 'bench/fan', resumable: isResumable(stack) }, opts);
       const url = `${stack.server.api}/v1/publish/bench/fan`;
@@ -171,6 +175,7 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
     rounds: (cfg) => cfg.rounds,
 
     async round(stack, cfg, opts, state, r) {
+      if (stack.target === 'floor') return { cost: await cost.round(stack, cfg, opts, r, false) };
       const count = Math.ceil(cfg.fanout.afap.count / cfg.rounds);
       // A full GC first: the garbage of the previous round's handshakes (this stack ran last) is not billed to fan-out.
       await stack.server.request({ probe: 'mem', gc: true }, 30_000);
@@ -179,6 +184,7 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
     },
 
     summarize(state, rs) {
+      if (rs.length > 0 && rs[0].afap === undefined) return { resOpen: state.resOpen, cost: cost.summarize(rs.map((r) => r.cost)) };
       return {
         idle: state.idle,
         fanOpen: state.fanOpen,
@@ -205,6 +211,14 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       add('idle heap used per connection', 'KiB', (x) => x.idle.heapPerConn / 1024);
       add('idle failed connections', '', (x) => x.idle.failed, { op: '==0' });
       cost.rows(add, '');
+      if (res.floor && b) {
+        // One ceiling for both columns: the bare handshake's connects/s, and how far above new connects it lies.
+        const f = res.floor.cost;
+        out.push({ ...row(label, 'handshake floor connects (bare ws, no auth)', '/s', f.perSec, f.perSec), ratio: null, target: '(ceiling)' });
+        out.push({ ...row(label, 'handshake floor CPU per connect', 'µs', f.serverCpuUsPerOp, f.serverCpuUsPerOp), ratio: null, target: '(ceiling)' });
+        const most = f.perSec / b.cost.perSec;
+        out.push({ ...row(label, 'most a resume can gain: floor ÷ connects + auth', '×', most, most), ratio: null, target: '(ceiling)' });
+      }
       return out;
     },
   };

@@ -18,6 +18,7 @@ const SERVERS = {
   express: path.join(BENCH, 'baseline', 'api-bare.js'),
   node: path.join(BENCH, 'baseline', 'api-bare.js'),
   nest: path.join(BENCH, 'baseline', 'api-nest.js'),
+  floor: path.join(BENCH, 'baseline', 'handshake-floor.js'),
 };
 /** Arguments of a target's process (the `api` scenario's bare servers share one file). */
 const SERVER_ARGS = { express: ['express'], node: ['node'] };
