@@ -59,10 +59,13 @@ export class SessionResumeService {
   private async applyToRecord(records: SessionRecords, kind: string, connectionId: string, data: unknown): Promise<string | null> {
     let edit: OrphanEdit;
     switch (kind) {
-      case 'topic_subscribe':
-        // No cluster-wide position to start from yet: a replay then starts at the topic's history start.
-        edit = { op: 'set', field: 't:' + (data as string), value: '[0,null]' };
+      case 'topic_subscribe': {
+        // The subscription starts where the topic stands now: a replay gives what came after it only.
+        // One already there keeps where it began.
+        const topic = data as string;
+        edit = { op: 'add', field: 't:' + topic, value: JSON.stringify(await this.pubsub.currentPosition(topic)) };
         break;
+      }
       case 'topic_unsubscribe':
         edit = { op: 'del', field: 't:' + (data as string) };
         break;
@@ -166,11 +169,20 @@ export class SessionResumeService {
     this.sessions.adoptToken(connection, token);
     this.sessions.records!.adopted(record);
     const positions = new Map([...record.topics].map(([topic, [offset, epoch]]) => [topic, { offset, epoch }]));
-    await Promise.all([
-      this.pubsub.restoreSubscriptions(connection, positions),
-      this.lattices.restoreSubscriptions(connection, record.namespaces),
-      record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
-    ]);
+    try {
+      await Promise.all([
+        this.pubsub.restoreSubscriptions(connection, positions),
+        this.lattices.restoreSubscriptions(connection, record.namespaces),
+        record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
+      ]);
+    } catch (err) {
+      // Redis failed halfway (the takeover itself went through): the session ends here as if closed,
+      // nothing half-built stays behind, and the socket goes on as a normal connect (resumed: false).
+      this.logger.error({ msg: 'session rebuild failed', connection_id: connection.id, error: (err as Error).message });
+      if (socket.connection === connection) socket.connection = null;
+      this.registry.remove(connection);
+      return null;
+    }
     // Ended meanwhile (DELETE /v1/connection, taken over again), or detached (its client left again).
     if (connection.state !== 'pending') return connection;
     if (Logger.isLevelEnabled('log')) {

@@ -281,6 +281,17 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   }
 
   /**
+   * SPEC §12.3 in cluster mode: where a topic stands now, the position at
+   * which a session subscribed through its record (held by no node) starts;
+   * the history's start when Redis holds none for it (one node: no records).
+   */
+  async currentPosition(topic: string): Promise<readonly [number, string | null]> {
+    if (this.log === null) return [0, null];
+    const at = await this.log.position(topic);
+    return [at.offset, at.epoch];
+  }
+
+  /**
    * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
    * position at which it subscribed to each, as its session record keeps them.
    */

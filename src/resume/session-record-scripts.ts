@@ -129,7 +129,7 @@ end
 return out`;
 
 // A /v1 command for a session held by no node (SPEC §12.2: it applies to the detached session).
-// ARGV: prefix, cid, op 'set'|'del'|'watch'|'end', field, value, origin head.
+// ARGV: prefix, cid, op 'set'|'add'|'del'|'watch'|'end', field, value, origin head ('add': only when the field is not there).
 // Returns the holder when a node holds it (the command goes there), '' when applied, false without a session.
 export const EDIT_ORPHAN = `${NOW}
 ${END_ORPHAN}
@@ -139,6 +139,7 @@ local n = redis.call('HGET', rk, 'n')
 if not n then return false end
 if n ~= '' then return n end
 if op == 'set' then redis.call('HSET', rk, ARGV[4], ARGV[5])
+elseif op == 'add' then redis.call('HSETNX', rk, ARGV[4], ARGV[5])
 elseif op == 'del' then redis.call('HDEL', rk, ARGV[4])
 elseif op == 'watch' then
   local list = {}

@@ -55,6 +55,8 @@ const REFRESH_MS = 20_000;
 /** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
 export type OrphanEdit =
   | { readonly op: 'set'; readonly field: string; readonly value: string }
+  /** Set only when absent (a subscription already there keeps where it began). */
+  | { readonly op: 'add'; readonly field: string; readonly value: string }
   | { readonly op: 'del'; readonly field: string }
   | { readonly op: 'watch'; readonly users: readonly string[] }
   | { readonly op: 'end' };
@@ -208,8 +210,8 @@ export class SessionRecords {
    * applied, null when there is no such session.
    */
   async editOrphan(connectionId: string, edit: OrphanEdit): Promise<string | null> {
-    const field = edit.op === 'set' || edit.op === 'del' ? edit.field : '';
-    const value = edit.op === 'set' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
+    const field = edit.op === 'set' || edit.op === 'add' || edit.op === 'del' ? edit.field : '';
+    const value = edit.op === 'set' || edit.op === 'add' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
     const reply = (await this.editOrphanScript([], [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN])) as string | null;
     return reply;
   }

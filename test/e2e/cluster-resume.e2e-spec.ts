@@ -400,6 +400,22 @@ handlers:
       expect(watcher.statusesOf('bob')).toEqual(['offline', 'active', 'offline']);
     }, 60_000);
 
+    it('a topic subscribed while no node holds the session replays only what was published after that subscribe', async () => {
+      const nodeD = await cluster.start('nodeD');
+      const ann = await optIn(nodeD, upstream, 'ann');
+      nodeD.kill('SIGTERM');
+      expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
+      await nodeD.exit(5000);
+      await publish(watchNode, 'late', 'before-subscribe');
+      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/late`);
+      await publish(watchNode, 'late', 'after-subscribe');
+      const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      const replayed = await expectMessage(again, 'late', 'after-subscribe');
+      expect(replayed[1]).toMatchObject({ offset: 2 });
+      await expectNothingMore(again);
+    }, 60_000);
+
     it.each([
       ['/v1/connection/<cid>', (cid: string) => `/v1/connection/${cid}`],
       ['/v1/user/ann/connections', () => '/v1/user/ann/connections'],
