@@ -21,9 +21,10 @@ interface Pool {
   readonly destination: Destination;
   readonly gate: RequestGate;
   /**
-   * One keep-alive agent per lane, indexed by Lane. The calls' agent has exactly
-   * the calls' share of sockets, so when a call ends the next one is already
-   * queued in it and takes the socket straight over (no trip through the free list).
+   * One keep-alive agent per lane, indexed by Lane. The calls' agent has one
+   * socket less than the calls' share, so when a call ends the next one is
+   * already queued in it and takes the socket straight over (no trip through
+   * the free list, no new agent queue per call).
    */
   readonly agents: readonly [http.Agent, http.Agent];
   readonly request: typeof http.request;
@@ -204,13 +205,17 @@ function tooLarge(req: http.ClientRequest, resolve: (r: UpstreamResponse) => voi
 function createPool(destination: Destination, version: string, metrics: GatewayMetrics): Pool {
   const url = new URL(destination.url);
   const isHttps = url.protocol === 'https:';
-  // The gate runs at most maxSockets requests at once, calls at most their share: each agent
-  // queues only the request started while an ending one's socket is not yet free.
+  // The gate runs at most maxSockets requests at once, calls at most their share (maxRunningCalls).
   const gate = new RequestGate(destination.maxSockets, destination.queueLimit);
   const Agent = isHttps ? https.Agent : http.Agent;
-  const callSockets = gate.maxRunningCalls;
+  // One of the calls' places is a place in their agent's queue, not a socket: under load one
+  // call always waits there, so an ending call's socket goes straight to it and the agent's
+  // queue never empties. Run through the gate one by one instead, each call made the agent
+  // rebuild its queue and cost ~10% more CPU per call (bench/RESULTS.md, session 6). A freed
+  // place still goes to the first lane first: the gate decides who takes it.
+  const callSockets = Math.max(1, gate.maxRunningCalls - 1);
   // The first lane keeps idle only the sockets calls may not use: idle connections stay within maxSockets.
-  const firstLaneIdle = Math.max(1, destination.maxSockets - callSockets);
+  const firstLaneIdle = Math.max(1, destination.maxSockets - gate.maxRunningCalls);
   // With array headers Node adds no Host header of its own.
   const host = destination.overrideHostHeader ?? url.host;
   const baseHeaders = ['Host', host, 'Content-Type', 'application/json', 'User-Agent', `gateway/${version}`];
