@@ -6,6 +6,7 @@ import { ClusterNames } from './channels';
 import { NodeLiveness } from './node-liveness';
 import { RedisBroker } from './redis-broker';
 import { RedisLink } from './redis-link';
+import { SessionMovedError } from './session-moved.error';
 
 /** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -137,6 +138,24 @@ describe('RedisBroker batching', () => {
       const sent = (await pair.metrics[0].brokerMessages.get()).values;
       expect(sent.filter((v) => v.labels.direction === 'out' && v.labels.kind === 'command').map((v) => v.value)).toEqual([1]);
       expect(sent.filter((v) => v.labels.direction === 'in' && v.labels.kind === 'ack').map((v) => v.value)).toEqual([1]);
+    } finally {
+      await pair.close();
+    }
+  });
+});
+
+describe('RedisBroker with a session that moved while its command ran', () => {
+  it('sends a command refused by the session\'s record (SessionMovedError) on to the node that holds it now', async () => {
+    const pair = await redisPair();
+    try {
+      const seen: string[] = [];
+      pair.a.handle<string>('sub', (cid) => {
+        seen.push(`a:${cid}`);
+        throw new SessionMovedError('nodeB');
+      });
+      pair.b.handle<string>('sub', (cid) => void seen.push(`b:${cid}`));
+      await pair.a.toOwner('sub', 'nodeA-x', 't');
+      expect(seen).toEqual(['a:nodeA-x', 'b:nodeA-x']);
     } finally {
       await pair.close();
     }

@@ -4,6 +4,7 @@ import { nodeOfConnectionId } from '../protocol/connection-id';
 import { Broker, ChannelListener, CommandHandler, ConnectionLocator, DataCodec } from './broker';
 import { ChannelKind, ClusterNames, CommandEnvelope, decodeChannelMessage, decodeNodeMessage, encodeAcks, encodeChannelMessage, encodeCommands, originHead } from './channels';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
+import { SessionMovedError } from './session-moved.error';
 import { RedisLink } from './redis-link';
 
 /** SPEC §11: an owner that does not acknowledge within this time → 503 owner_unreachable. */
@@ -166,9 +167,17 @@ export class RedisBroker extends Broker {
    */
   private async applyHeld(kind: string, connectionId: string, data: unknown): Promise<void> {
     const locator = this.locator;
-    if (locator === null || locator.isHere(connectionId)) return this.applyLocal(kind, connectionId, data);
-    const holder = await locator.holderOf(connectionId).catch(() => null);
-    return this.toHolder(kind, connectionId, data, holder);
+    if (locator !== null && !locator.isHere(connectionId)) {
+      const holder = await locator.holderOf(connectionId).catch(() => null);
+      return this.toHolder(kind, connectionId, data, holder);
+    }
+    try {
+      return await this.applyLocal(kind, connectionId, data);
+    } catch (err) {
+      // Applied to a copy that another node took over an instant ago: that node gets it too.
+      if (!(err instanceof SessionMovedError)) throw err;
+      return this.toHolder(kind, connectionId, data, err.holder);
+    }
   }
 
   /** Send a command to the node holding its session; '' = none does: applied to the session's record. */

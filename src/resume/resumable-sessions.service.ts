@@ -1,6 +1,7 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
+import { SessionMovedError } from '../cluster/session-moved.error';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -57,7 +58,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     registry.onRemove((connection) => this.forget(connection));
     if (cluster.link !== null && isResumeOffered(config)) {
       const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held(), () => this.restarts()));
-      registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)));
+      registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)).catch((err: unknown) => this.movedAway(connection, err)));
       broker.locate({
         // A draining node gave its resumable sessions away (held by no node): commands go to their records.
         isHere: (connectionId) => {
@@ -153,6 +154,16 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.handOver(connection);
   }
 
+  /**
+   * A write to the session's record found another node holding it (its
+   * takeover notice is still on its way): the copy here goes as on the
+   * notice, and the error goes on (the broker sends the command to the holder).
+   */
+  private movedAway(connection: Connection, err: unknown): Promise<never> {
+    if (err instanceof SessionMovedError && this.registry.holds(connection)) this.handOver(connection);
+    return Promise.reject(err);
+  }
+
   /** Forget a session another node holds now: 4409 for its socket, no detach, no presence change. */
   handOver(connection: Connection): void {
     connection.isHandedOver = true;
@@ -214,7 +225,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.registry.detach(connection);
     const windowEndAt = Date.now() + this.config.resume.windowMs;
     this.windowEnds.set(connection, windowEndAt);
-    void this.records?.detached(connection.id, windowEndAt);
+    this.records?.detached(connection.id, windowEndAt).catch((err: unknown) => this.movedAway(connection, err).catch(() => undefined));
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);

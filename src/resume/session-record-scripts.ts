@@ -195,6 +195,24 @@ redis.call('SADD', KEYS[3], ARGV[11])
 redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[8]) + ${AFTER_WINDOW_MS})
 return 1`;
 
+// A change of a held session's record (subscriptions, window end), written only while this node
+// holds it: a copy that another node took over (its notice not read yet) must not write into the
+// record, nor a record that ended create a key without expiry.
+// KEYS: the record. ARGV: this node, window end ('' = none), how many fields to set (n), n field/value
+// pairs, then the fields to delete. Returns 1 when written, 0 when the record is gone, else the holder.
+export const WRITE_CHANGE = `local n = redis.call('HGET', KEYS[1], 'n')
+if not n then return 0 end
+if n ~= ARGV[1] then return n end
+local sets = tonumber(ARGV[3])
+-- One call per field: a session may change thousands of topics in a tick (unpack has a stack limit).
+for i = 4, 3 + 2 * sets, 2 do redis.call('HSET', KEYS[1], ARGV[i], ARGV[i + 1]) end
+for i = 4 + 2 * sets, #ARGV do redis.call('HDEL', KEYS[1], ARGV[i]) end
+if ARGV[2] ~= '' then
+  redis.call('HSET', KEYS[1], 'w', ARGV[2])
+  redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[2]) + ${AFTER_WINDOW_MS})
+end
+return 1`;
+
 // Endpoint 8 (SPEC §7, §12.2) for the sessions of `user` held by no node and subscribed to the users lattice.
 // ARGV: prefix, user id, JSON list of users to add.
 export const WATCH_USER_ORPHANS = `local p = ARGV[1]

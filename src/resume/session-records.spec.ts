@@ -1,6 +1,13 @@
+import { randomBytes } from 'node:crypto';
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
+import { SessionMovedError } from '../cluster/session-moved.error';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { SessionRecords, SessionSubscriptions } from './session-records';
+import { tokenDigest } from './session-token';
+
+/** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
+const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** A RedisLink that records the pipelines it is given (no Redis). */
 function fakeLink(): { link: RedisLink; pipelines: Array<Array<[string, ...unknown[]]>> } {
@@ -41,28 +48,19 @@ describe(SessionRecords.name, () => {
     const start = { connectionId: 'nodeA-x', digest: 'D', userId: 'ann', authJson: '{"user_id":"ann"}', authorization: 'Gateway+json e30=', handlerName: 'default', windowEndAt: 0 };
     const first = records.started(start, subscriptions(['a/b'], ['ns'], null));
     const second = records.changed('nodeA-x', subscriptions(['a/b', 'c'], ['ns'], null));
-    expect(first).toBe(second); // one flush for the tick
-    await first;
-    expect(pipelines).toHaveLength(1);
+    await Promise.all([first, second]);
+    expect(pipelines).toHaveLength(1); // one flush for the tick
     const [write] = pipelines;
     expect(write[0][0]).toBe('gatewaySessionWriteStart');
     expect(write[0].slice(1, 4)).toEqual(['p:rs:nodeA-x', 'p:rt:D', 'p:rn:nodeA']);
-    expect(write.slice(1)).toEqual([
-      ['hset', 'p:rs:nodeA-x', { 't:a/b': '[0,null]', 't:c': '[0,null]', 'l:ns': '1' }],
-      ['hdel', 'p:rs:nodeA-x', 'wu'],
-    ]);
+    // [record, this node, window end, how many fields to set, field/value pairs, fields to delete]
+    expect(write.slice(1)).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', '', 3, 't:a/b', '[0,null]', 't:c', '[0,null]', 'l:ns', '1', 'wu']]);
 
     await records.changed('nodeA-x', subscriptions(['c'], [], ['bob']));
-    expect(pipelines[1]).toEqual([
-      ['hset', 'p:rs:nodeA-x', { wu: '["bob"]' }],
-      ['hdel', 'p:rs:nodeA-x', 't:a/b', 'l:ns'],
-    ]);
+    expect(pipelines[1]).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns']]);
 
     await records.detached('nodeA-x', 1234);
-    expect(pipelines[2]).toEqual([
-      ['hset', 'p:rs:nodeA-x', 'w', 1234],
-      ['pexpireat', 'p:rs:nodeA-x', 1234 + 60_000],
-    ]);
+    expect(pipelines[2]).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', 1234, 0]]);
   });
 
   it('writes nothing for a session it no longer holds', async () => {
@@ -71,5 +69,51 @@ describe(SessionRecords.name, () => {
     records.forget('nodeA-y');
     await records.changed('nodeA-y', subscriptions(['t'], [], null));
     expect(pipelines.flat()).toEqual([]);
+  });
+});
+
+describe('SessionRecords on Redis, a copy another node took over', () => {
+  const links: RedisLink[] = [];
+  const all: SessionRecords[] = [];
+  afterEach(async () => {
+    for (const records of all.splice(0)) records.stop();
+    await Promise.all(links.splice(0).map((link) => link.close()));
+  });
+
+  async function nodeRecords(names: ClusterNames, nodeId: string): Promise<{ records: SessionRecords; link: RedisLink }> {
+    const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
+    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
+    links.push(link);
+    const records = new SessionRecords(link, names, nodeId, 30_000, () => []);
+    all.push(records);
+    return { records, link };
+  }
+
+  it('refuses its writes (subscriptions, window end) and names the holder; the record keeps what the holder has', async () => {
+    const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+    const a = await nodeRecords(names, 'nodeA');
+    const b = await nodeRecords(names, 'nodeB');
+    const token = 'token-one';
+    const start = { connectionId: 'nodeA-x', digest: tokenDigest(token), userId: 'ann', authJson: '{"user_id":"ann"}', authorization: 'Gateway+json e30=', handlerName: 'default', windowEndAt: 0 };
+    await a.records.started(start, subscriptions(['t1'], [], null));
+    const taken = await b.records.takeOver(tokenDigest(token), 'default', tokenDigest('token-two'));
+    expect(taken).toMatchObject({ ok: true, record: { connectionId: 'nodeA-x', previousHolder: 'nodeA', topics: new Map([['t1', [0, null]]]) } });
+
+    await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).rejects.toEqual(new SessionMovedError('nodeB'));
+    // Forgotten: a later write for it is not even tried.
+    await expect(a.records.detached('nodeA-x', Date.now() + 1000)).resolves.toBeUndefined();
+    const fields = await a.link.command.hgetall(names.session('nodeA-x'));
+    expect(fields).toMatchObject({ n: 'nodeB', w: '0', 't:t1': '[0,null]' });
+    expect(fields['t:t2']).toBeUndefined();
+  });
+
+  it('writes nothing into a record that is gone (no key left without expiry)', async () => {
+    const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+    const a = await nodeRecords(names, 'nodeA');
+    const start = { connectionId: 'nodeA-y', digest: tokenDigest('t'), userId: 'ann', authJson: '{}', authorization: 'x', handlerName: 'default', windowEndAt: 0 };
+    await a.records.started(start, subscriptions([], [], null));
+    await a.link.command.del(names.session('nodeA-y'));
+    await a.records.changed('nodeA-y', subscriptions(['t1'], [], null));
+    expect(await a.link.command.exists(names.session('nodeA-y'))).toBe(0);
   });
 });

@@ -1,7 +1,8 @@
 import { Logger } from '@nestjs/common';
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
-import { AFTER_WINDOW_MS, EDIT_ORPHAN, END_ORPHANS, END_USER_ORPHANS, ORPHAN, ORPHAN_BATCH, ORPHAN_POLL_MS, SCRIPT_ORIGIN, TAKEOVER, WATCH_USER_ORPHANS, WRITE_START } from './session-record-scripts';
+import { SessionMovedError } from '../cluster/session-moved.error';
+import { AFTER_WINDOW_MS, EDIT_ORPHAN, END_ORPHANS, END_USER_ORPHANS, ORPHAN, ORPHAN_BATCH, ORPHAN_POLL_MS, SCRIPT_ORIGIN, TAKEOVER, WATCH_USER_ORPHANS, WRITE_CHANGE, WRITE_START } from './session-record-scripts';
 
 /** A topic position as a record keeps it: `[offset, epoch]`, epoch null before the topic's first publish. */
 export type RecordedPosition = readonly [offset: number, epoch: string | null];
@@ -101,10 +102,12 @@ export class SessionRecords {
   private readonly endUserOrphansScript: Script;
   private readonly watchUserOrphansScript: Script;
   private readonly writeStartName = 'gatewaySessionWriteStart';
+  private readonly writeChangeName = 'gatewaySessionWriteChange';
   private readonly written = new Map<string, Written>();
   /** Writes of this tick: connection id → the record's new state (a start, or subscriptions). */
   private readonly pending = new Map<string, Change>();
-  private flushing: Promise<void> | null = null;
+  /** The tick's flush: resolves to the sessions whose record named another holder (connection id → holder). */
+  private flushing: Promise<Map<string, string>> | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private orphanTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
@@ -124,12 +127,14 @@ export class SessionRecords {
     this.endUserOrphansScript = link.script('gatewaySessionEndUserOrphans', 0, END_USER_ORPHANS);
     this.watchUserOrphansScript = link.script('gatewaySessionWatchUserOrphans', 0, WATCH_USER_ORPHANS);
     link.script(this.writeStartName, 3, WRITE_START);
+    link.script(this.writeChangeName, 1, WRITE_CHANGE);
     // After a reconnection Redis may have lost the records (or missed changes made while it was down).
     let isFirstUp = true;
     link.onUp(() => {
       if (isFirstUp) return void (isFirstUp = false);
       this.written.clear();
-      for (const [start, subscriptions] of this.restart()) void this.queue(start.connectionId, { start, subscriptions, isRestart: true });
+      // A session another node took over meanwhile is forgotten by the flush (its notice follows).
+      for (const [start, subscriptions] of this.restart()) this.queue(start.connectionId, { start, subscriptions, isRestart: true }).catch(() => undefined);
     });
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
@@ -243,21 +248,29 @@ export class SessionRecords {
     this.refreshTimer = this.orphanTimer = null;
   }
 
+  /** Rejects with SessionMovedError when another node took the session over meanwhile (nothing written). */
   private queue(connectionId: string, change: Change): Promise<void> {
     if (this.isStopped || !this.link.isUp) return Promise.resolve();
     const known = this.pending.get(connectionId);
     this.pending.set(connectionId, { ...known, ...change });
     // One pipeline per tick for every session that changed in it.
-    return (this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush()));
+    const flushed = (this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush()));
+    return flushed.then((moved) => {
+      const holder = moved.get(connectionId);
+      if (holder !== undefined) throw new SessionMovedError(holder);
+    });
   }
 
-  private async flush(): Promise<void> {
+  private async flush(): Promise<Map<string, string>> {
     this.flushing = null;
+    const moved = new Map<string, string>();
     const batch = [...this.pending];
     this.pending.clear();
-    if (this.isStopped) return;
-    const pipeline = this.link.command.pipeline();
-    let writes = 0;
+    if (this.isStopped) return moved;
+    const pipeline = this.link.command.pipeline() as unknown as Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
+    /** Pipeline index of each change script → its session. */
+    const changes = new Map<number, string>();
+    let commands = 0;
     for (const [connectionId, change] of batch) {
       const key = this.names.session(connectionId);
       const start = change.start;
@@ -265,39 +278,46 @@ export class SessionRecords {
         const keys = [key, this.names.sessionToken(start.digest), this.names.nodeSessions(this.nodeId)];
         const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.authorization, start.handlerName, this.windowMs];
         const more = [this.names.channel('u', start.userId), start.windowEndAt, connectionId, change.isRestart === true ? '1' : '0'];
-        (pipeline as unknown as Record<string, (...args: unknown[]) => unknown>)[this.writeStartName](...keys, ...args, ...more);
+        pipeline[this.writeStartName](...keys, ...args, ...more);
+        commands++;
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
       }
-      writes++;
-      if (change.subscriptions !== undefined) this.writeSubscriptions(pipeline, connectionId, key, change.subscriptions);
-      if (change.windowEndAt !== undefined) {
-        pipeline.hset(key, 'w', change.windowEndAt);
-        pipeline.pexpireat(key, change.windowEndAt + AFTER_WINDOW_MS);
-      }
+      const [fields, gone] = change.subscriptions === undefined ? [[], []] : this.subscriptionChanges(connectionId, change.subscriptions);
+      if (fields.length === 0 && gone.length === 0 && change.windowEndAt === undefined) continue;
+      pipeline[this.writeChangeName](key, this.nodeId, change.windowEndAt ?? '', fields.length / 2, ...fields, ...gone);
+      changes.set(commands++, connectionId);
     }
-    if (writes === 0) return;
+    if (commands === 0) return moved;
     try {
-      await this.link.timed('session records', pipeline.exec());
+      const replies = (await this.link.timed('session records', pipeline.exec())) ?? [];
+      for (const [index, connectionId] of changes) {
+        const reply = replies[index]?.[1];
+        if (typeof reply !== 'string') continue;
+        // Taken over by another node, whose notice has not reached us yet: that node gets the command.
+        moved.set(connectionId, reply);
+        this.forget(connectionId);
+      }
     } catch (err) {
       this.logger.warn({ msg: 'session records not written', sessions: batch.length, error: (err as Error).message });
     }
+    return moved;
   }
 
-  private writeSubscriptions(pipeline: ReturnType<RedisLink['command']['pipeline']>, connectionId: string, key: string, subscriptions: SessionSubscriptions): void {
+  /** What to set ([field, value, …]) and delete in the record for `subscriptions`, against what was written. */
+  private subscriptionChanges(connectionId: string, subscriptions: SessionSubscriptions): [string[], string[]] {
     const before = this.written.get(connectionId) ?? { topics: new Set<string>(), namespaces: new Set<string>() };
-    const fields: Record<string, string> = {};
+    const fields: string[] = [];
     const gone: string[] = [];
-    for (const [topic, position] of subscriptions.topics) if (!before.topics.has(topic)) fields['t:' + topic] = JSON.stringify(position);
+    for (const [topic, position] of subscriptions.topics) if (!before.topics.has(topic)) fields.push('t:' + topic, JSON.stringify(position));
     for (const topic of before.topics) if (!subscriptions.topics.has(topic)) gone.push('t:' + topic);
     const namespaces = new Set(subscriptions.namespaces);
-    for (const namespace of namespaces) if (!before.namespaces.has(namespace)) fields['l:' + namespace] = '1';
+    for (const namespace of namespaces) if (!before.namespaces.has(namespace)) fields.push('l:' + namespace, '1');
     for (const namespace of before.namespaces) if (!namespaces.has(namespace)) gone.push('l:' + namespace);
-    if (subscriptions.watch !== null) fields.wu = JSON.stringify(subscriptions.watch);
+    if (subscriptions.watch !== null) fields.push('wu', JSON.stringify(subscriptions.watch));
     else gone.push('wu');
-    if (Object.keys(fields).length > 0) pipeline.hset(key, fields);
-    if (gone.length > 0) pipeline.hdel(key, ...gone);
     this.written.set(connectionId, { topics: new Set(subscriptions.topics.keys()), namespaces });
+    return [fields, gone];
   }
 
   /** Keep this node's attached sessions' records (and tokens) alive; detached ones expire after their window. */

@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
+import { SessionMovedError } from '../cluster/session-moved.error';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
@@ -108,7 +109,10 @@ export class PresenceService implements OnModuleInit {
     const subscribed = [...this.registry.ofUser(userId)].filter((connection) => this.watchLists.has(connection));
     await Promise.all(subscribed.map(async (connection) => {
       await this.watch(connection, userIds);
-      await this.registry.subscriptionsChanged(connection);
+      // A session taken over elsewhere meanwhile: that node got this command for every node too.
+      await this.registry.subscriptionsChanged(connection)?.catch((err: unknown) => {
+        if (!(err instanceof SessionMovedError)) throw err;
+      });
     }));
   }
 

@@ -154,6 +154,25 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       expect(logs).not.toContain(second.token);
     });
 
+    it('a command that reaches the old holder after a takeover, before its notice, is sent on to the new holder', async () => {
+      await start();
+      const { client, cid } = await optIn(a, c.upstream, 'ann');
+      await put(x, `/v1/connection/${cid}/subscriptions/t1`);
+      // The takeover by node B as node A sees it before the notice arrives: the record names B.
+      const redis = new Redis(TEST_REDIS_URL);
+      try {
+        await redis.hset(`${c.prefix}rs:${cid}`, 'n', 'nodeB');
+        await put(x, `/v1/connection/${cid}/subscriptions/t2`);
+        // Node A learnt it from its record write: its copy is handed over (4409), never written into B's record.
+        expect(await client.closed(3000)).toEqual({ code: 4409, reason: 'session_resumed' });
+        expect(await redis.hget(`${c.prefix}rs:${cid}`, 't:t2')).toBeNull();
+        expect(await redis.hget(`${c.prefix}rs:${cid}`, 'n')).toBe('nodeB');
+      } finally {
+        redis.disconnect();
+      }
+      expect(a.logs.join('\n')).not.toContain('remote command failed');
+    });
+
     it('closes the half-open old socket on node A with 4409 session_resumed; presence stays', async () => {
       await start();
       const watcher = await watcherOf(x, c.upstream, 'ann');
