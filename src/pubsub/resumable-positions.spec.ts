@@ -24,4 +24,29 @@ describe(ResumablePositions.name, () => {
     sut.unsubscribed(a, 'other');
     expect(sut.hasSubscribers('t')).toBe(true);
   });
+
+  it('keeps one topic without a Map and several with one, the same either way', () => {
+    const sut = new ResumablePositions();
+    sut.subscribed(a, 't1', { offset: 1, epoch: 'e' });
+    sut.subscribed(a, 't1', { offset: 2, epoch: 'e' }); // again: counted once
+    expect(sut.subscriberCount('t1')).toBe(1);
+    sut.startsAt(a, 't1', { offset: 4, epoch: 'e' });
+    sut.startsAt(a, 'never', { offset: 9, epoch: 'e' });
+    sut.subscribed(a, 't2', { offset: 7, epoch: 'f' });
+    sut.subscribed(a, 't2', { offset: 8, epoch: 'f' }); // again: counted once
+    expect([sut.subscribedAt(a, 't1'), sut.subscribedAt(a, 't2'), sut.subscribedAt(a, 'never')]).toEqual([
+      { offset: 4, epoch: 'e' },
+      { offset: 8, epoch: 'f' },
+      { offset: 0, epoch: null },
+    ]);
+    expect([sut.subscriberCount('t1'), sut.subscriberCount('t2'), sut.hasSubscribers('never')]).toEqual([1, 1, false]);
+    sut.unsubscribed(a, 't1');
+    sut.unsubscribed(a, 't2');
+    expect([sut.hasSubscribers('t1'), sut.hasSubscribers('t2')]).toEqual([false, false]);
+    sut.subscribed(a, 't3', { offset: 0, epoch: null });
+    sut.startsAt(a, 't3', { offset: 5, epoch: 'g' });
+    expect(sut.subscribedAt(a, 't3')).toEqual({ offset: 5, epoch: 'g' });
+    sut.forgetSubscriber(a);
+    expect(sut.hasSubscribers('t3')).toBe(false);
+  });
 });

@@ -1,5 +1,13 @@
 import type { HistoryPosition } from './topic-history';
 
+/** A subscriber's only topic and where it began: most sessions have one, and a Map costs ~150 bytes more. */
+class OneTopic {
+  constructor(
+    readonly topic: string,
+    public at: HistoryPosition,
+  ) {}
+}
+
 /**
  * SPEC §12.3/12.4: for resumable subscribers only, the topic position at
  * which each subscription began (where a replay starts when the client sends
@@ -7,7 +15,7 @@ import type { HistoryPosition } from './topic-history';
  * with none keeps no history). Pure; generic over the subscriber type.
  */
 export class ResumablePositions<S = object> {
-  private readonly bySubscriber = new Map<S, Map<string, HistoryPosition>>();
+  private readonly bySubscriber = new Map<S, OneTopic | Map<string, HistoryPosition>>();
   private readonly subscriberCounts = new Map<string, number>();
 
   hasSubscribers(topic: string): boolean {
@@ -20,22 +28,42 @@ export class ResumablePositions<S = object> {
   }
 
   subscribed(subscriber: S, topic: string, at: HistoryPosition): void {
-    let topics = this.bySubscriber.get(subscriber);
-    if (topics === undefined) this.bySubscriber.set(subscriber, (topics = new Map()));
-    topics.set(topic, at);
+    const topics = this.bySubscriber.get(subscriber);
+    if (topics === undefined) {
+      this.bySubscriber.set(subscriber, new OneTopic(topic, at));
+    } else if (topics instanceof Map) {
+      const isCounted = topics.has(topic);
+      topics.set(topic, at);
+      if (isCounted) return;
+    } else if (topics.topic === topic) {
+      topics.at = at;
+      return; // already counted
+    } else {
+      this.bySubscriber.set(subscriber, new Map([[topics.topic, topics.at], [topic, at]]));
+    }
     this.subscriberCounts.set(topic, (this.subscriberCounts.get(topic) ?? 0) + 1);
   }
 
   /** The subscription's start, learnt later (cluster mode reads it from Redis); ignored once unsubscribed. */
   startsAt(subscriber: S, topic: string, at: HistoryPosition): void {
     const topics = this.bySubscriber.get(subscriber);
-    if (topics?.has(topic)) topics.set(topic, at);
+    if (topics instanceof Map) {
+      if (topics.has(topic)) topics.set(topic, at);
+    } else if (topics?.topic === topic) {
+      topics.at = at;
+    }
   }
 
   unsubscribed(subscriber: S, topic: string): void {
     const topics = this.bySubscriber.get(subscriber);
-    if (topics === undefined || !topics.delete(topic)) return;
-    if (topics.size === 0) this.bySubscriber.delete(subscriber);
+    if (topics === undefined) return;
+    if (topics instanceof Map) {
+      if (!topics.delete(topic)) return;
+      if (topics.size === 0) this.bySubscriber.delete(subscriber);
+    } else {
+      if (topics.topic !== topic) return;
+      this.bySubscriber.delete(subscriber);
+    }
     this.release(topic);
   }
 
@@ -43,12 +71,15 @@ export class ResumablePositions<S = object> {
     const topics = this.bySubscriber.get(subscriber);
     if (topics === undefined) return;
     this.bySubscriber.delete(subscriber);
-    for (const topic of topics.keys()) this.release(topic);
+    if (topics instanceof Map) for (const topic of topics.keys()) this.release(topic);
+    else this.release(topics.topic);
   }
 
   /** Where `subscriber`'s subscription to `topic` began; the start of history when unknown. */
   subscribedAt(subscriber: S, topic: string): HistoryPosition {
-    return this.bySubscriber.get(subscriber)?.get(topic) ?? START;
+    const topics = this.bySubscriber.get(subscriber);
+    if (topics instanceof Map) return topics.get(topic) ?? START;
+    return topics?.topic === topic ? topics.at : START;
   }
 
   private release(topic: string): void {

@@ -62,7 +62,8 @@ export class TopicHistory {
   /** Where `topic` stands now; offset 0 and no epoch when it has no history. */
   position(topic: string): HistoryPosition {
     const log = this.logs.get(topic);
-    return log === undefined ? { offset: 0, epoch: null } : { offset: log.lastOffset, epoch: log.epoch };
+    // One shared start for topics never published: every resumable subscriber keeps the position it got.
+    return log === undefined ? NEVER_PUBLISHED : { offset: log.lastOffset, epoch: log.epoch };
   }
 
   /**
@@ -93,3 +94,5 @@ export class TopicHistory {
 function newEpoch(): string {
   return randomBytes(6).toString('base64url');
 }
+
+const NEVER_PUBLISHED: HistoryPosition = Object.freeze({ offset: 0, epoch: null });
