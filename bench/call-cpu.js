@@ -1,0 +1,161 @@
+'use strict';
+// CPU per call for a fixed amount of work: this build against another, run
+// one at a time, alternating, several times.
+//
+//   node bench/call-cpu.js --against /tmp/old/dist/main.js
+//   node bench/call-cpu.js --against /tmp/old/dist/main.js --runs 3 --calls 600 --inflight 8
+//
+// Why: calls/s on a shared 2-CPU VM swing by ±25% between back-to-back runs,
+// but the CPU a gateway spends on the same 30,000 calls moves by a few percent
+// only. This is how session 6 found the rpc ×8 regression of issue 22
+// (bench/RESULTS.md): 50 connections with `inflight` echo calls each in
+// flight, `calls` per connection after a warm-up, and the gateway process's
+// own user and system time (/proc/<pid>/stat) and read/write syscalls
+// (/proc/<pid>/io) over the measured calls. Each gateway gets its own
+// upstream (bench/upstream.js). Not part of `npm run bench`.
+
+const { fork, spawn } = require('node:child_process');
+const fs = require('node:fs');
+const http = require('node:http');
+const path = require('node:path');
+const WebSocket = require('ws');
+
+const ROOT = path.resolve(__dirname, '..');
+const SUBPROTOCOL = 'v1.gateway-lattice+json';
+const PAD = 'x'.repeat(64);
+const CLOCK_TICK_US = 10_000; // USER_HZ = 100 on Linux
+
+function parseArgs(argv) {
+  const o = { against: null, connections: 50, inflight: 8, calls: 600, warmup: 200, runs: 3 };
+  for (let i = 0; i < argv.length; i++) {
+    const key = argv[i].replace(/^--/, '');
+    if (key === 'help') {
+      console.log('node bench/call-cpu.js --against <main.js> [--connections 50] [--inflight 8] [--calls 600 per connection] [--warmup 200] [--runs 3]');
+      process.exit(0);
+    }
+    if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
+    o[key] = key === 'against' ? path.resolve(argv[++i]) : Number(argv[++i]);
+  }
+  if (o.against === null) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
+  return o;
+}
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** The process's CPU (µs) and read/write syscalls so far. */
+function usage(pid) {
+  const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+  const count = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(io)[1]);
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { userUs: Number(stat[11]) * CLOCK_TICK_US, systemUs: Number(stat[12]) * CLOCK_TICK_US, reads: count('syscr'), writes: count('syscw') };
+}
+
+function isReady(url) {
+  return new Promise((resolve) => {
+    http.get(url, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    }).on('error', () => resolve(false));
+  });
+}
+
+/** `perConnection` echo calls on every socket, `inflight` at a time on each. */
+function callAll(sockets, perConnection, inflight) {
+  return Promise.all(sockets.map((ws) => new Promise((resolve, reject) => {
+    let sent = 0;
+    let answered = 0;
+    const send = () => ws.send('["echo",{"request_id":' + ++sent + '},[{"t":1,"pad":"' + PAD + '"}],{}]');
+    const onMessage = (data) => {
+      if (data[2] !== 0x72) return reject(new Error('call failed: ' + String(data).slice(0, 120)));
+      if (++answered === perConnection) {
+        ws.off('message', onMessage);
+        return resolve();
+      }
+      if (sent < perConnection) send();
+    };
+    ws.on('message', onMessage);
+    for (let i = 0; i < Math.min(inflight, perConnection); i++) send();
+  })));
+}
+
+/** One measured run of `mainJs`: its own upstream, its own clients; CPU per call. */
+async function measure(mainJs, o) {
+  const upstream = fork(path.join(__dirname, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  let gateway = null;
+  const sockets = [];
+  try {
+    const upstreamPort = await new Promise((resolve, reject) => {
+      upstream.on('message', (m) => m.ready && resolve(m.port));
+      upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
+    });
+    const port = 22000 + (process.pid % 500) * 4;
+    const env = { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, HOST: '127.0.0.1', PORT: String(port), BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: String(port + 1), LOG_LEVEL: 'error' };
+    gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+    const deadline = Date.now() + 30_000;
+    while (!(await isReady(`http://127.0.0.1:${port + 1}/health/ready`))) {
+      if (gateway.exitCode !== null || Date.now() > deadline) throw new Error(`${mainJs} did not become ready`);
+      await sleep(100);
+    }
+    for (let i = 0; i < o.connections; i++) {
+      const ws = new WebSocket(`ws://127.0.0.1:${port}/?user=u${i}`, SUBPROTOCOL, { perMessageDeflate: false });
+      await new Promise((resolve, reject) => {
+        ws.once('message', resolve);
+        ws.once('error', reject);
+      });
+      sockets.push(ws);
+    }
+    await callAll(sockets, o.warmup, o.inflight);
+    const before = usage(gateway.pid);
+    const startedAt = performance.now();
+    await callAll(sockets, o.calls, o.inflight);
+    const wallMs = performance.now() - startedAt;
+    const after = usage(gateway.pid);
+    const calls = o.connections * o.calls;
+    return {
+      userUs: (after.userUs - before.userUs) / calls,
+      systemUs: (after.systemUs - before.systemUs) / calls,
+      reads: (after.reads - before.reads) / calls,
+      writes: (after.writes - before.writes) / calls,
+      callsPerSec: (1000 * calls) / wallMs,
+    };
+  } finally {
+    for (const ws of sockets) ws.terminate();
+    if (gateway !== null) {
+      gateway.kill('SIGKILL');
+      if (gateway.exitCode === null) await new Promise((resolve) => gateway.once('exit', resolve));
+    }
+    upstream.kill('SIGKILL');
+  }
+}
+
+const median = (xs) => {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+};
+
+async function main() {
+  const o = parseArgs(process.argv.slice(2));
+  const builds = { this: path.join(ROOT, 'dist', 'main.js'), against: o.against };
+  for (const file of Object.values(builds)) if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
+  console.log(`${o.connections} connections × ${o.calls} calls, ${o.inflight} in flight each; the gateway's own CPU per call`);
+  console.log('run | build | user µs | system µs | reads | writes | calls/s');
+  const results = { this: [], against: [] };
+  for (let run = 1; run <= o.runs; run++) {
+    for (const [name, file] of Object.entries(builds)) {
+      const r = await measure(file, o);
+      results[name].push(r);
+      console.log(`${run} | ${name} | ${r.userUs.toFixed(1)} | ${r.systemUs.toFixed(1)} | ${r.reads.toFixed(3)} | ${r.writes.toFixed(3)} | ${Math.round(r.callsPerSec)}`);
+      await sleep(1000);
+    }
+  }
+  const cpu = (rs) => median(rs.map((r) => r.userUs + r.systemUs));
+  console.log(`median CPU per call (user + system): this ${cpu(results.this).toFixed(1)} µs, against ${cpu(results.against).toFixed(1)} µs, ratio ${(cpu(results.this) / cpu(results.against)).toFixed(3)}`);
+}
+
+main().then(
+  () => process.exit(0),
+  (err) => {
+    console.error(err.message);
+    process.exit(1);
+  },
+);
