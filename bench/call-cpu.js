@@ -16,31 +16,12 @@
 
 const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
-const http = require('node:http');
 const path = require('node:path');
-const WebSocket = require('ws');
+const { parseArgs, untilReady, openClients, callAll, sleep } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
-const SUBPROTOCOL = 'v1.gateway-lattice+json';
-const PAD = 'x'.repeat(64);
 const CLOCK_TICK_US = 10_000; // USER_HZ = 100 on Linux
-
-function parseArgs(argv) {
-  const o = { against: null, connections: 50, inflight: 8, calls: 600, warmup: 200, runs: 3 };
-  for (let i = 0; i < argv.length; i++) {
-    const key = argv[i].replace(/^--/, '');
-    if (key === 'help') {
-      console.log('node bench/call-cpu.js --against <main.js> [--connections 50] [--inflight 8] [--calls 600 per connection] [--warmup 200] [--runs 3]');
-      process.exit(0);
-    }
-    if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
-    o[key] = key === 'against' ? path.resolve(argv[++i]) : Number(argv[++i]);
-  }
-  if (o.against === null) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
-  return o;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const USAGE = 'node bench/call-cpu.js --against <main.js> [--connections 50] [--inflight 8] [--calls 600 per connection] [--warmup 200] [--runs 3]';
 
 /** The process's CPU (µs) and read/write syscalls so far. */
 function usage(pid) {
@@ -48,34 +29,6 @@ function usage(pid) {
   const count = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(io)[1]);
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
   return { userUs: Number(stat[11]) * CLOCK_TICK_US, systemUs: Number(stat[12]) * CLOCK_TICK_US, reads: count('syscr'), writes: count('syscw') };
-}
-
-function isReady(url) {
-  return new Promise((resolve) => {
-    http.get(url, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    }).on('error', () => resolve(false));
-  });
-}
-
-/** `perConnection` echo calls on every socket, `inflight` at a time on each. */
-function callAll(sockets, perConnection, inflight) {
-  return Promise.all(sockets.map((ws) => new Promise((resolve, reject) => {
-    let sent = 0;
-    let answered = 0;
-    const send = () => ws.send('["echo",{"request_id":' + ++sent + '},[{"t":1,"pad":"' + PAD + '"}],{}]');
-    const onMessage = (data) => {
-      if (data[2] !== 0x72) return reject(new Error('call failed: ' + String(data).slice(0, 120)));
-      if (++answered === perConnection) {
-        ws.off('message', onMessage);
-        return resolve();
-      }
-      if (sent < perConnection) send();
-    };
-    ws.on('message', onMessage);
-    for (let i = 0; i < Math.min(inflight, perConnection); i++) send();
-  })));
 }
 
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU per call. */
@@ -91,19 +44,8 @@ async function measure(mainJs, o) {
     const port = 22000 + (process.pid % 500) * 4;
     const env = { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, HOST: '127.0.0.1', PORT: String(port), BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: String(port + 1), LOG_LEVEL: 'error' };
     gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-    const deadline = Date.now() + 30_000;
-    while (!(await isReady(`http://127.0.0.1:${port + 1}/health/ready`))) {
-      if (gateway.exitCode !== null || Date.now() > deadline) throw new Error(`${mainJs} did not become ready`);
-      await sleep(100);
-    }
-    for (let i = 0; i < o.connections; i++) {
-      const ws = new WebSocket(`ws://127.0.0.1:${port}/?user=u${i}`, SUBPROTOCOL, { perMessageDeflate: false });
-      await new Promise((resolve, reject) => {
-        ws.once('message', resolve);
-        ws.once('error', reject);
-      });
-      sockets.push(ws);
-    }
+    await untilReady(port + 1, gateway, mainJs, 30_000);
+    sockets.push(...(await openClients(port, o.connections)));
     await callAll(sockets, o.warmup, o.inflight);
     const before = usage(gateway.pid);
     const startedAt = performance.now();
@@ -134,7 +76,7 @@ const median = (xs) => {
 };
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = parseArgs(process.argv.slice(2), { connections: 50, inflight: 8, calls: 600, warmup: 200, runs: 3 }, USAGE);
   const builds = { this: path.join(ROOT, 'dist', 'main.js'), against: o.against };
   for (const file of Object.values(builds)) if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
   console.log(`${o.connections} connections × ${o.calls} calls, ${o.inflight} in flight each; the gateway's own CPU per call`);

@@ -22,40 +22,12 @@
 
 const { fork, spawn, execFileSync } = require('node:child_process');
 const fs = require('node:fs');
-const http = require('node:http');
 const os = require('node:os');
 const path = require('node:path');
-const WebSocket = require('ws');
+const { parseArgs, untilReady, openClients, callAll } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
-const SUBPROTOCOL = 'v1.gateway-lattice+json';
-const PAD = 'x'.repeat(64);
-
-function parseArgs(argv) {
-  const o = { against: null, connections: 50, inflight: 8, calls: 200, warmup: 50, runs: 1 };
-  for (let i = 0; i < argv.length; i++) {
-    const key = argv[i].replace(/^--/, '');
-    if (key === 'help') {
-      console.log('node bench/instructions.js --against <main.js> [--connections 50] [--inflight 8] [--calls 200 per connection] [--warmup 50] [--runs 1]');
-      process.exit(0);
-    }
-    if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
-    o[key] = key === 'against' ? path.resolve(argv[++i]) : Number(argv[++i]);
-  }
-  if (o.against === null) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
-  return o;
-}
-
-const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
-
-function getStatus(url) {
-  return new Promise((resolve) => {
-    http.get(url, (res) => {
-      res.resume();
-      resolve(res.statusCode);
-    }).on('error', () => resolve(0));
-  });
-}
+const USAGE = 'node bench/instructions.js --against <main.js> [--connections 50] [--inflight 8] [--calls 200 per connection] [--warmup 50] [--runs 1]';
 
 async function startUpstream() {
   const proc = fork(path.join(__dirname, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
@@ -83,43 +55,13 @@ async function startGateway(mainJs, outDir, index, o) {
   const proc = spawn('valgrind', ['--tool=callgrind', `--vgdb-prefix=${vgdbPrefix}`, `--callgrind-out-file=${path.join(outDir, 'callgrind.%p')}`, process.execPath, mainJs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
   let tail = '';
   proc.stderr.on('data', (d) => (tail = (tail + d).slice(-2000)));
-  const deadline = Date.now() + 300_000;
-  while ((await getStatus(`http://127.0.0.1:${port + 1}/health/ready`)) !== 200) {
-    if (proc.exitCode !== null) throw new Error(`${mainJs} exited under valgrind:\n${tail}`);
-    if (Date.now() > deadline) throw new Error(`${mainJs} not ready within 300 s under valgrind`);
-    await sleep(500);
-  }
+  await untilReady(port + 1, proc, `${mainJs} under valgrind`, 300_000).catch((err) => {
+    throw new Error(`${err.message}:\n${tail}`);
+  });
   // callgrind_control finds the process through vgdb, whose pipe names include $HOST: same env.
   const control = (...args) => execFileSync('callgrind_control', [`--vgdb-prefix=${vgdbPrefix}`, ...args, String(proc.pid)], { env, stdio: 'ignore' });
-  const sockets = [];
-  for (let i = 0; i < o.connections; i++) {
-    const ws = new WebSocket(`ws://127.0.0.1:${port}/?user=u${i}`, SUBPROTOCOL, { perMessageDeflate: false });
-    await new Promise((resolve, reject) => {
-      ws.once('message', resolve);
-      ws.once('error', reject);
-    });
-    sockets.push(ws);
-  }
+  const sockets = await openClients(port, o.connections);
   return { mainJs, proc, upstream, sockets, control, outDir };
-}
-
-/** `perConnection` echo calls on every socket, `inflight` at a time on each. */
-function callAll(sockets, perConnection, inflight) {
-  return Promise.all(sockets.map((ws) => new Promise((resolve, reject) => {
-    let sent = 0;
-    let answered = 0;
-    const send = () => ws.send('["echo",{"request_id":' + ++sent + '},[{"t":1,"pad":"' + PAD + '"}],{}]');
-    const onMessage = (data) => {
-      if (data[2] !== 0x72) return reject(new Error('call failed: ' + String(data).slice(0, 120)));
-      if (++answered === perConnection) {
-        ws.off('message', onMessage);
-        return resolve();
-      }
-      if (sent < perConnection) send();
-    };
-    ws.on('message', onMessage);
-    for (let i = 0; i < Math.min(inflight, perConnection); i++) send();
-  })));
 }
 
 async function measure(gateway, o, run) {
@@ -135,7 +77,7 @@ async function measure(gateway, o, run) {
 }
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2));
+  const o = parseArgs(process.argv.slice(2), { connections: 50, inflight: 8, calls: 200, warmup: 50, runs: 1 }, USAGE);
   const builds = [path.join(ROOT, 'dist', 'main.js'), o.against];
   for (const file of builds) if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
   const dirs = builds.map((_, i) => fs.mkdtempSync(path.join(os.tmpdir(), `instructions-${i}-`)));

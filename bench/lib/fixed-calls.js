@@ -1,0 +1,83 @@
+'use strict';
+// What the fixed-work comparisons (bench/call-cpu.js, bench/instructions.js)
+// share: their options, the readiness wait, the client sockets and the
+// closed-loop echo calls (the rpc scenario's load, a fixed number of calls).
+
+const http = require('node:http');
+const path = require('node:path');
+const WebSocket = require('ws');
+
+const SUBPROTOCOL = 'v1.gateway-lattice+json';
+const PAD = 'x'.repeat(64);
+
+const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+
+/** `--against <main.js>` (required) and numeric options over `defaults`; `--help` prints `usage`. */
+function parseArgs(argv, defaults, usage) {
+  const o = { against: null, ...defaults };
+  for (let i = 0; i < argv.length; i++) {
+    const key = argv[i].replace(/^--/, '');
+    if (key === 'help') {
+      console.log(usage);
+      process.exit(0);
+    }
+    if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
+    o[key] = key === 'against' ? path.resolve(argv[++i]) : Number(argv[++i]);
+  }
+  if (o.against === null) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
+  return o;
+}
+
+function isReady(url) {
+  return new Promise((resolve) => {
+    http.get(url, (res) => {
+      res.resume();
+      resolve(res.statusCode === 200);
+    }).on('error', () => resolve(false));
+  });
+}
+
+/** Waits for GET /health/ready → 200 on `apiPort`; throws when `proc` exits or `timeoutMs` passes. */
+async function untilReady(apiPort, proc, what, timeoutMs) {
+  const deadline = Date.now() + timeoutMs;
+  while (!(await isReady(`http://127.0.0.1:${apiPort}/health/ready`))) {
+    if (proc.exitCode !== null) throw new Error(`${what} exited before it was ready`);
+    if (Date.now() > deadline) throw new Error(`${what} not ready within ${timeoutMs / 1000} s`);
+    await sleep(timeoutMs > 60_000 ? 500 : 100);
+  }
+}
+
+/** `count` client sockets on `port`, each past its hello. */
+async function openClients(port, count) {
+  const sockets = [];
+  for (let i = 0; i < count; i++) {
+    const ws = new WebSocket(`ws://127.0.0.1:${port}/?user=u${i}`, SUBPROTOCOL, { perMessageDeflate: false });
+    await new Promise((resolve, reject) => {
+      ws.once('message', resolve);
+      ws.once('error', reject);
+    });
+    sockets.push(ws);
+  }
+  return sockets;
+}
+
+/** `perConnection` echo calls on every socket, `inflight` at a time on each. */
+function callAll(sockets, perConnection, inflight) {
+  return Promise.all(sockets.map((ws) => new Promise((resolve, reject) => {
+    let sent = 0;
+    let answered = 0;
+    const send = () => ws.send('["echo",{"request_id":' + ++sent + '},[{"t":1,"pad":"' + PAD + '"}],{}]');
+    const onMessage = (data) => {
+      if (data[2] !== 0x72) return reject(new Error('call failed: ' + String(data).slice(0, 120)));
+      if (++answered === perConnection) {
+        ws.off('message', onMessage);
+        return resolve();
+      }
+      if (sent < perConnection) send();
+    };
+    ws.on('message', onMessage);
+    for (let i = 0; i < Math.min(inflight, perConnection); i++) send();
+  })));
+}
+
+module.exports = { parseArgs, untilReady, openClients, callAll, sleep };
