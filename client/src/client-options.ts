@@ -51,6 +51,13 @@ export interface Resumed {
    * refetch their state. `[]`: every missed message follows, through `onMessage`.
    */
   readonly lost: readonly string[];
+  /**
+   * How many missed messages the gateway replays now, before live traffic,
+   * through `onMessage` (0: nothing was missed); null when the gateway did
+   * not say (one older than this client). A replayed message the client had
+   * already delivered is dropped, not delivered twice.
+   */
+  readonly replayed: number | null;
 }
 
 /** Events and their arguments. */

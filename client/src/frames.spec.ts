@@ -2,26 +2,36 @@ import { callErrorInfoOf, encodeCall, parseServerFrame } from './frames';
 
 describe(parseServerFrame.name, () => {
   it.each([
-    ['hello', '["hello",{},{"user_id":"alice","name":"A"}]', { type: 'hello', hello: { user_id: 'alice', name: 'A' }, meta: { resume: null, resumed: false, lost: [] } }],
+    ['hello', '["hello",{},{"user_id":"alice","name":"A"}]', { type: 'hello', hello: { user_id: 'alice', name: 'A' }, meta: { resume: null, resumed: false, lost: [], replayed: null } }],
     [
       'a resumable hello',
       '["hello",{"resume":{"token":"T1","window":30}},{"user_id":"a"}]',
-      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T1', windowSeconds: 30 }, resumed: false, lost: [] } },
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T1', windowSeconds: 30 }, resumed: false, lost: [], replayed: null } },
     ],
     [
       'a resumed hello',
       '["hello",{"resume":{"token":"T2","window":30},"resumed":true,"lost":["a.b",7]},{"user_id":"a"}]',
-      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T2', windowSeconds: 30 }, resumed: true, lost: ['a.b'] } },
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T2', windowSeconds: 30 }, resumed: true, lost: ['a.b'], replayed: null } },
+    ],
+    [
+      'a resumed hello that says how many messages follow',
+      '["hello",{"resume":{"token":"T2","window":30},"resumed":true,"lost":[],"replayed":3},{"user_id":"a"}]',
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T2', windowSeconds: 30 }, resumed: true, lost: [], replayed: 3 } },
+    ],
+    [
+      'a resumed hello with a malformed count (not said)',
+      '["hello",{"resume":{"token":"T2","window":30},"resumed":true,"lost":[],"replayed":-1},{"user_id":"a"}]',
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T2', windowSeconds: 30 }, resumed: true, lost: [], replayed: null } },
     ],
     [
       'a failed resume',
       '["hello",{"resume":{"token":"T3","window":5},"resumed":false},{"user_id":"a"}]',
-      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T3', windowSeconds: 5 }, resumed: false, lost: [] } },
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: { token: 'T3', windowSeconds: 5 }, resumed: false, lost: [], replayed: null } },
     ],
     [
       'a hello whose resume object is malformed (no session)',
       '["hello",{"resume":{"token":42},"resumed":true},{"user_id":"a"}]',
-      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: null, resumed: false, lost: [] } },
+      { type: 'hello', hello: { user_id: 'a' }, meta: { resume: null, resumed: false, lost: [], replayed: null } },
     ],
     ['result', '["result",{"request_id":7},{"ok":true}]', { type: 'result', requestId: 7, data: { ok: true } }],
     ['result with a string id', '["result",{"request_id":"probe-1"},null]', { type: 'result', requestId: 'probe-1', data: null }],

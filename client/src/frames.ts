@@ -21,6 +21,8 @@ export interface HelloMeta {
   readonly resumed: boolean;
   /** Topics (dotted) whose missed messages could not be replayed. */
   readonly lost: readonly string[];
+  /** How many missed messages follow the resumed hello, before live traffic; null when the gateway did not say. */
+  readonly replayed: number | null;
 }
 
 /** A message's place in its topic's history (SPEC §12.4): only on resumable connections. */
@@ -80,15 +82,16 @@ export function parseServerFrame(text: string): ServerFrame {
 
 /** A token longer than this is not one a gateway issues (they are 32 characters): ignored. */
 const MAX_TOKEN_LENGTH = 512;
-const LEGACY_META: HelloMeta = { resume: null, resumed: false, lost: [] };
+const LEGACY_META: HelloMeta = { resume: null, resumed: false, lost: [], replayed: null };
 
 /** SPEC §12.1, §12.3: the hello meta; anything malformed reads as no session. */
 function helloMetaOf(meta: Record<string, unknown>): HelloMeta {
-  const { resume, resumed, lost } = meta;
+  const { resume, resumed, lost, replayed } = meta;
   if (!isObject(resume) || typeof resume.token !== 'string' || resume.token === '' || resume.token.length > MAX_TOKEN_LENGTH) return LEGACY_META;
   const windowSeconds = typeof resume.window === 'number' && resume.window > 0 ? resume.window : 0;
   const lostTopics = Array.isArray(lost) ? lost.filter((topic): topic is string => typeof topic === 'string') : [];
-  return { resume: { token: resume.token, windowSeconds }, resumed: resumed === true, lost: lostTopics };
+  const replayedCount = Number.isSafeInteger(replayed) && (replayed as number) >= 0 ? (replayed as number) : null;
+  return { resume: { token: resume.token, windowSeconds }, resumed: resumed === true, lost: lostTopics, replayed: replayedCount };
 }
 
 /** SPEC §12.4: `offset` (a positive integer) and `epoch` (a non-empty string), or null. */

@@ -56,16 +56,16 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
     first.receive(['lattice', { namespace: 'rooms' }, { lobby: { last_message_counter: 2 } }]);
     const second = drop(first);
     expect(second.protocols.slice(0, 2)).toEqual(LATTICE);
-    expect(second.offer()).toEqual({ token: 'T1', positions: { b: [7, 'E2'], a: [1, 'E1'] } });
-    second.hello('alice', session('T2', { resumed: true, lost: [] }));
+    expect(second.offer()).toEqual({ token: 'T1', count_replayed: true, positions: { b: [7, 'E2'], a: [1, 'E1'] } });
+    second.hello('alice', session('T2', { resumed: true, lost: [], replayed: 1 }));
     second.message('a', 2, 'two');
-    expect(events).toEqual([['resumed', { lost: [] }]]);
+    expect(events).toEqual([['resumed', { lost: [], replayed: 1 }]]);
     expect(got).toEqual(['one', 'two']);
     expect(sut.lattice('rooms').counter('lobby', 'last_message_counter')).toBe(2); // mirrors kept
-    expect(drop(second).offer()).toEqual({ token: 'T2', positions: { a: [2, 'E1'], b: [7, 'E2'] } });
+    expect(drop(second).offer()).toEqual({ token: 'T2', count_replayed: true, positions: { a: [2, 'E1'], b: [7, 'E2'] } });
   });
 
-  it('says which topics were lost, before any replayed message', () => {
+  it('says which topics were lost and how many messages are replayed, before any replayed message', () => {
     const first = start();
     first.hello('alice', session('T1'));
     first.message('a', 1, 'one');
@@ -73,9 +73,15 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
     const order: unknown[] = [];
     sut.on('resumed', (info) => order.push(info));
     sut.onMessage('b', (data) => order.push(data));
-    second.hello('alice', session('T2', { resumed: true, lost: ['a', 'c.d'] }));
+    second.hello('alice', session('T2', { resumed: true, lost: ['a', 'c.d'], replayed: 1 }));
     second.receive(['message', { topic: 'b', offset: 4, epoch: 'E1' }, 'b4']);
-    expect(order).toEqual([{ lost: ['a', 'c.d'] }, 'b4']);
+    expect(order).toEqual([{ lost: ['a', 'c.d'], replayed: 1 }, 'b4']);
+  });
+
+  it('a gateway that does not say how many are replayed: replayed null', () => {
+    const second = drop(start());
+    second.hello('alice', session('T2', { resumed: true, lost: [] }));
+    expect(events).toEqual([['resumed', { lost: [], replayed: null }]]);
   });
 
   it('after the window offers the bare opt-in: the new session says reconnected and starts with no positions', () => {
@@ -102,7 +108,7 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
     const second = drop(first);
     second.hello('alice', session('T2', { resumed: false }));
     expect(events).toEqual([['reconnected']]);
-    expect(drop(second).offer()).toEqual({ token: 'T2', positions: {} });
+    expect(drop(second).offer()).toEqual({ token: 'T2', count_replayed: true, positions: {} });
   });
 
   it('drops replayed messages already delivered; another epoch starts the topic afresh', () => {
@@ -133,7 +139,7 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
       offered = ScriptedSocket.latest().offer();
     });
     first.message('a', 1, 'one');
-    expect(offered).toEqual({ token: 'T1', positions: { a: [1, 'E1'] } });
+    expect(offered).toEqual({ token: 'T1', count_replayed: true, positions: { a: [1, 'E1'] } });
   });
 
   it('a new connection replacing one mid-replay never delivers a message twice', () => {
@@ -147,7 +153,7 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
     second.message('a', 4, 4);
     const third = drop(second); // mid-replay
     second.message('a', 5, 'late frame of a replaced socket');
-    expect(third.offer()).toEqual({ token: 'T2', positions: { a: [4, 'E1'] } });
+    expect(third.offer()).toEqual({ token: 'T2', count_replayed: true, positions: { a: [4, 'E1'] } });
     third.hello('alice', session('T3', { resumed: true, lost: [] }));
     for (const n of [3, 4, 5, 6]) third.message('a', n, n); // a replay that overlaps what was delivered
     expect(got).toEqual([1, 2, 3, 4, 5, 6]);

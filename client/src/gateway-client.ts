@@ -225,7 +225,7 @@ export class GatewayClient {
     for (const waiter of this.waiters.splice(0)) waiter.resolve(hello);
     this.events.hello.emit(hello);
     if (this.isStopped) return;
-    if (isResumed) this.events.resumed.emit({ lost: meta.lost });
+    if (isResumed) this.events.resumed.emit({ lost: meta.lost, replayed: meta.replayed });
     else if (isReconnect) this.events.reconnected.emit(hello);
   }
 

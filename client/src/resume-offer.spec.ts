@@ -13,13 +13,15 @@ describe(encodeResumeOffer.name, () => {
       ['a.b', 3, 'E1'],
       ['c', 1, 'E2'],
     ]);
-    expect(decode(offer.protocol)).toEqual({ token: 'tok_-1', positions: { 'a.b': [3, 'E1'], c: [1, 'E2'] } });
-    expect(offer.protocol.slice('gateway-resume.'.length)).toBe(Buffer.from('{"token":"tok_-1","positions":{"a.b":[3,"E1"],"c":[1,"E2"]}}').toString('base64url'));
+    expect(decode(offer.protocol)).toEqual({ token: 'tok_-1', count_replayed: true, positions: { 'a.b': [3, 'E1'], c: [1, 'E2'] } });
+    expect(offer.protocol.slice('gateway-resume.'.length)).toBe(
+      Buffer.from('{"token":"tok_-1","count_replayed":true,"positions":{"a.b":[3,"E1"],"c":[1,"E2"]}}').toString('base64url'),
+    );
     expect(offer.omitted).toEqual([]);
   });
 
   it('with no positions, still an object', () => {
-    expect(decode(encodeResumeOffer('t', []).protocol)).toEqual({ token: 't', positions: {} });
+    expect(decode(encodeResumeOffer('t', []).protocol)).toEqual({ token: 't', count_replayed: true, positions: {} });
   });
 
   it('keeps P within 8 KiB: the most recent topics keep their positions, the rest are left out and named', () => {

@@ -9,7 +9,11 @@ export const MAX_RESUME_OFFER_LENGTH = 8192;
 
 /** A resume offer, and the topics whose positions did not fit in it. */
 export interface ResumeOffer {
-  /** `gateway-resume.<P>`, P = base64url (no padding) of `{"token": T, "positions": {...}}`. */
+  /**
+   * `gateway-resume.<P>`, P = base64url (no padding) of `{"token": T,
+   * "count_replayed": true, "positions": {...}}`; `count_replayed` asks the
+   * gateway to say in the resumed hello how many missed messages follow.
+   */
   readonly protocol: string;
   /** Topics left out, least recent last; the gateway replays them from where the session subscribed (the client drops what it already had). */
   readonly omitted: readonly string[];
@@ -21,7 +25,7 @@ export interface ResumeOffer {
  * every less recent one are left out, so the most recently active topics keep theirs.
  */
 export function encodeResumeOffer(token: string, positions: readonly TopicPosition[], maxLength = MAX_RESUME_OFFER_LENGTH): ResumeOffer {
-  const head = `{"token":${JSON.stringify(token)},"positions":{`;
+  const head = `{"token":${JSON.stringify(token)},"count_replayed":true,"positions":{`;
   const tail = '}}';
   let bytes = utf8Length(head) + tail.length;
   const entries: string[] = [];

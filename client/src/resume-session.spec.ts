@@ -2,7 +2,7 @@ import type { HelloMeta } from './frames';
 import { ResumeSession } from './resume-session';
 
 const LATTICE = ['v1.gateway-lattice+json'];
-const hello = (token: string, windowSeconds = 30, resumed = false): HelloMeta => ({ resume: { token, windowSeconds }, resumed, lost: [] });
+const hello = (token: string, windowSeconds = 30, resumed = false): HelloMeta => ({ resume: { token, windowSeconds }, resumed, lost: [], replayed: null });
 
 function offerOf(protocols: string[]): unknown {
   const last = protocols[protocols.length - 1];
@@ -25,7 +25,7 @@ describe(ResumeSession.name, () => {
     expect(session.received('legacy', null)).toBe(true);
     session.lost(1000);
     session.lost(20_000); // a failed attempt: the window still runs from the first loss
-    expect(offerOf(session.protocolsAt(30_999, LATTICE))).toEqual({ token: 'T1', positions: { a: [1, 'E'] } });
+    expect(offerOf(session.protocolsAt(30_999, LATTICE))).toEqual({ token: 'T1', count_replayed: true, positions: { a: [1, 'E'] } });
     expect(session.protocolsAt(31_000, LATTICE)).toEqual([...LATTICE, 'gateway-resume']);
     expect(session.protocolsAt(0, LATTICE)).toEqual([...LATTICE, 'gateway-resume']); // the expired token is gone
   });
@@ -38,14 +38,14 @@ describe(ResumeSession.name, () => {
     expect(session.greeted(hello('T2', 30, true))).toBe(true);
     expect(session.received('a', { offset: 4, epoch: 'E' })).toBe(false); // replayed, already delivered
     session.lost(0);
-    expect(offerOf(session.protocolsAt(1, LATTICE))).toEqual({ token: 'T2', positions: { a: [4, 'E'] } });
+    expect(offerOf(session.protocolsAt(1, LATTICE))).toEqual({ token: 'T2', count_replayed: true, positions: { a: [4, 'E'] } });
     expect(session.greeted(hello('T3'))).toBe(false);
     expect(session.received('a', { offset: 4, epoch: 'E' })).toBe(true);
   });
 
   it('a hello without a session (RESUME_WINDOW=0) or an ended session leaves nothing to resume', () => {
     const session = new ResumeSession(true);
-    session.greeted({ resume: null, resumed: false, lost: [] });
+    session.greeted({ resume: null, resumed: false, lost: [], replayed: null });
     session.lost(0);
     expect(session.protocolsAt(1, LATTICE)).toEqual([...LATTICE, 'gateway-resume']);
     session.greeted(hello('T'));

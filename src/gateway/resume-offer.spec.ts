@@ -28,12 +28,22 @@ describe(parseOffer.name, () => {
           ['a/b', { offset: 3, epoch: 'E1' }],
           ['c', { offset: 0, epoch: 'x' }],
         ]),
+        countReplayed: false,
       },
     });
   });
 
   it('takes an offer without positions as an empty map', () => {
-    expect(parseOffer(offer({ token: 't' }))).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map() } });
+    expect(parseOffer(offer({ token: 't' }))).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map(), countReplayed: false } });
+  });
+
+  it.each<[unknown, boolean]>([
+    [true, true],
+    [false, false],
+    [1, false],
+    ['true', false],
+  ])('reads "count_replayed": %j as %s (only true asks for the count)', (value, countReplayed) => {
+    expect(parseOffer(offer({ token: 't', count_replayed: value }))).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map(), countReplayed } });
   });
 
   it.each<[string, string]>([
@@ -62,6 +72,6 @@ describe(parseOffer.name, () => {
 
   it('reads "__proto__" as an ordinary topic', () => {
     const encoded = Buffer.from('{"token":"t","positions":{"__proto__":[1,"e"]}}').toString('base64url');
-    expect(parseOffer(encoded)).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map([['__proto__', { offset: 1, epoch: 'e' }]]) } });
+    expect(parseOffer(encoded)).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map([['__proto__', { offset: 1, epoch: 'e' }]]), countReplayed: false } });
   });
 });

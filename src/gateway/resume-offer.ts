@@ -20,6 +20,12 @@ export interface TopicPosition {
 export interface ResumeOffer {
   readonly token: string;
   readonly positions: ReadonlyMap<string, TopicPosition>;
+  /**
+   * **[ext]** `"count_replayed": true` in P: the resumed hello also says how
+   * many missed messages follow (`"replayed": N`), so the client library can
+   * tell "resumed, N replayed" (SPEC §12.7). Without it the meta is §12.3's exactly.
+   */
+  readonly countReplayed: boolean;
 }
 
 /**
@@ -52,7 +58,7 @@ export function resumeRequestOf(header: string | undefined): ResumeRequest {
   return request;
 }
 
-/** P = base64url (no padding) of `{"token": T, "positions": {"<topic>": [offset, "epoch"]}}`. */
+/** P = base64url (no padding) of `{"token": T, "positions": {"<topic>": [offset, "epoch"]}, "count_replayed"?: true}`. */
 export function parseOffer(encoded: string): ResumeRequest {
   if (encoded.length > MAX_RESUME_OFFER_BYTES || !BASE64URL.test(encoded)) return UNREADABLE;
   let json: unknown;
@@ -62,10 +68,10 @@ export function parseOffer(encoded: string): ResumeRequest {
     return UNREADABLE;
   }
   if (!isPlainObject(json)) return UNREADABLE;
-  const { token, positions } = json;
+  const { token, positions, count_replayed: countReplayed } = json;
   if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH || !BASE64URL.test(token)) return UNREADABLE;
   const parsed = positions === undefined ? new Map<string, TopicPosition>() : parsePositions(positions);
-  return parsed === null ? UNREADABLE : { kind: 'resume', offer: { token, positions: parsed } };
+  return parsed === null ? UNREADABLE : { kind: 'resume', offer: { token, positions: parsed, countReplayed: countReplayed === true } };
 }
 
 function parsePositions(value: unknown): Map<string, TopicPosition> | null {

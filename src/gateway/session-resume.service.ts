@@ -220,7 +220,8 @@ export class SessionResumeService {
       plan = { lostTopics: [], frames: [], upTo: new Map() };
     }
     if (connection.socket !== socket || connection.state !== 'pending') return;
-    const meta = encodeResumeMeta(token ?? this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics);
+    const replayed = offer.countReplayed ? plan.frames.length : undefined;
+    const meta = encodeResumeMeta(token ?? this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics, replayed);
     if (Logger.isLevelEnabled('log')) {
       this.logger.log({ msg: 'connection resumed', connection_id: connection.id, user_id: connection.userId, replayed: plan.frames.length, lost: plan.lostTopics.length });
     }

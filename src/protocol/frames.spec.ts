@@ -1,8 +1,19 @@
-import { encodeCallFault, encodeError, encodeFatalError, encodeHello, encodeLattice, encodeMessage, encodeResult, messageFrameHead } from './frames';
+import { encodeCallFault, encodeError, encodeFatalError, encodeHello, encodeLattice, encodeMessage, encodeResult, encodeResumeMeta, messageFrameHead } from './frames';
 
 describe(encodeHello.name, () => {
   it('splices the authorization JSON as the third element', () => {
     expect(JSON.parse(encodeHello('{"user_id":"u","extra":[1]}'))).toEqual(['hello', {}, { user_id: 'u', extra: [1] }]);
+  });
+});
+
+describe(encodeResumeMeta.name, () => {
+  it.each([
+    ['a new session (12.1)', [], '{"resume":{"token":"T","window":30}}'],
+    ['a failed resume', [false], '{"resume":{"token":"T","window":30},"resumed":false}'],
+    ['a resume (12.3)', [true, ['a.b']], '{"resume":{"token":"T","window":30},"resumed":true,"lost":["a.b"]}'],
+    ['a resume whose offer asked for the count', [true, [], 4], '{"resume":{"token":"T","window":30},"resumed":true,"lost":[],"replayed":4}'],
+  ] as const)('encodes %s', (_case, rest, expected) => {
+    expect(encodeResumeMeta('T', 30, ...(rest as [boolean?, string[]?, number?]))).toBe(expected);
   });
 });
 

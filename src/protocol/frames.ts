@@ -24,12 +24,14 @@ export function encodeHello(authJson: string, metaJson = '{}'): string {
 
 /**
  * SPEC §12.1/12.3: the hello meta of a resumable session: `{"resume": {"token", "window"}}`,
- * then `"resumed"` when the handshake asked to resume, and `"lost"` (wire topics) when it did.
+ * then `"resumed"` when the handshake asked to resume, `"lost"` (wire topics) when it did,
+ * and `"replayed"` (how many missed messages follow) when its offer asked for the count.
  */
-export function encodeResumeMeta(token: string, windowSeconds: number, resumed?: boolean, lostTopics?: readonly string[]): string {
+export function encodeResumeMeta(token: string, windowSeconds: number, resumed?: boolean, lostTopics?: readonly string[], replayed?: number): string {
   let meta = '{"resume":{"token":' + JSON.stringify(token) + ',"window":' + windowSeconds + '}';
   if (resumed !== undefined) meta += ',"resumed":' + resumed;
   if (lostTopics !== undefined) meta += ',"lost":' + JSON.stringify(lostTopics);
+  if (replayed !== undefined) meta += ',"replayed":' + replayed;
   return meta + '}';
 }
 

@@ -85,7 +85,7 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     await untilDetached(1);
     for (const n of [3, 4, 5]) await publish('room/lobby', n);
     proxy.unblock();
-    expect(await resumed).toEqual([{ lost: [] }]);
+    expect(await resumed).toEqual([{ lost: [], replayed: 3 }]);
     await lobby.until(5);
     await publish('room/lobby', 6);
     await lobby.until(6);
@@ -100,6 +100,7 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     expect(last.protocols.slice(0, 2)).toEqual(BOTH_PROTOCOLS);
     expect(JSON.parse(Buffer.from(last.protocols[2].replace(/^gateway-resume\./, ''), 'base64url').toString('utf8'))).toEqual({
       token: (first[1].resume as { token: string }).token,
+      count_replayed: true,
       positions: { 'room.lobby': [2, epoch] },
     });
     expect(wire.sockets[0].protocols).toEqual([...BOTH_PROTOCOLS, 'gateway-resume']);
@@ -129,7 +130,7 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
       await publish('b', `b${round}`);
       if (round === 3) for (const n of [2, 3, 4]) await publish('a', `a${n}`); // a2 is out of the history: lost
       proxy.unblock();
-      expect(await resumed).toEqual([{ lost: round === 3 ? ['a'] : [] }]);
+      expect(await resumed).toEqual([{ lost: round === 3 ? ['a'] : [], replayed: 1 }]); // b's message; a lost replays nothing
       await b.until(round);
     }
     expect([a.seen, b.seen]).toEqual([['a1'], ['b1', 'b2', 'b3']]);
@@ -158,10 +159,13 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     await publish(topics[0].replaceAll('.', '/'), 'second'); // the least recent topic: no position in the offer
     await publish(topics[topics.length - 1].replaceAll('.', '/'), 'second');
     proxy.unblock();
-    expect(await resumed).toEqual([{ lost: [] }]);
+    const [info] = await resumed;
     await all.until(2);
     const offer = wire.sockets[wire.sockets.length - 1].protocols[2].replace(/^gateway-resume\./, '');
     const offered = Object.keys((JSON.parse(Buffer.from(offer, 'base64url').toString('utf8')) as { positions: object }).positions);
+    // The gateway replays each topic left out from where the session subscribed ('first', and topics[0]'s 'second'),
+    // and the last topic's 'second'; the client drops the 'first's it had delivered.
+    expect(info).toEqual({ lost: [], replayed: topics.length - offered.length + 2 });
     expect(offer.length).toBeLessThanOrEqual(8192);
     expect(offer.length).toBeGreaterThan(8000);
     expect(offered).toEqual(topics.slice(topics.length - offered.length).reverse()); // the most recent topics

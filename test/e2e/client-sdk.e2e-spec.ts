@@ -127,7 +127,7 @@ describe('client SDK against the real gateway', () => {
       const resumed = nextEvent(client, 'resumed');
       expect((await disconnect)[0]).toMatchObject({ code: 1006, fatal: null });
       // SPEC §12.2: a ping timeout detaches the session; the client resumes it.
-      expect(await resumed).toEqual([{ lost: [] }]);
+      expect(await resumed).toEqual([{ lost: [], replayed: 0 }]);
       expect(client.status).toBe('connected');
     });
 

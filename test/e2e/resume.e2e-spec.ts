@@ -158,6 +158,44 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await expectNothingMore(again);
     });
 
+    it('an offer with "count_replayed": true gets "replayed": N, the number of missed messages that follow before live traffic', async () => {
+      await start();
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await put(`/v1/connection/${cid}/subscriptions/t2`);
+      await publish('t1', 'seen');
+      const seen = positionOf(await client.next(), 't1');
+      await dropConnection(client);
+      await untilDetached(1);
+      for (const n of [1, 2]) await publish('t1', `missed-${n}`);
+      await publish('t2', 'missed-3');
+
+      const asked = await t.hello({ query: 'user=ann-resume', protocols: [PROTOCOL, resumeProtocol({ token: first.token, positions: { t1: seen }, count_replayed: true })] });
+      expect(helloMeta(asked.hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: true, lost: [], replayed: 3 });
+      const replay = [await asked.client.next(), await asked.client.next(), await asked.client.next()];
+      expect(replay.map((frame) => frame[2]).sort()).toEqual(['missed-1', 'missed-2', 'missed-3']);
+      await expectNothingMore(asked.client);
+
+      // Without the key the resumed hello is exactly SPEC §12.3's, nothing replayed or not.
+      const next = resumeOf(asked.hello);
+      await dropConnection(asked.client);
+      await untilDetached(1);
+      const { hello } = await resume('ann', next.token, { t1: positionOf(replay[1], 't1'), t2: positionOf(replay[2], 't2') });
+      expect(helloMeta(hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: true, lost: [] });
+    });
+
+    it('a failed resume never says "replayed", and a resume with nothing missed says 0', async () => {
+      await start();
+      const { client, resume: first } = await optIn('ann');
+      await dropConnection(client);
+      await untilDetached(1);
+      const counted = (token: string): string[] => [PROTOCOL, resumeProtocol({ token, positions: {}, count_replayed: true })];
+      const resumed = await t.hello({ query: 'user=ann-resume', protocols: counted(first.token) });
+      expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true, lost: [], replayed: 0 });
+      const failed = await t.hello({ query: 'user=ann-again', protocols: counted(first.token) });
+      expect(helloMeta(failed.hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: false });
+    });
+
     it('/v1 commands apply to a detached session and take effect on resume', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
