@@ -83,6 +83,11 @@ export class ClusterNames {
     return `${this.prefix}deadlines`;
   }
 
+  /** The last status version given to any user (sessions/status-version.ts); resume/'s scripts build it from the prefix too. */
+  get statusClock(): string {
+    return `${this.prefix}sv`;
+  }
+
   /**
    * A resumable session's record (SPEC §12.5), a hash; see resume/session-records.ts.
    * The scripts there build this name, and the three below, from the prefix: keep them in step.

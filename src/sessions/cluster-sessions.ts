@@ -2,6 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { extendDeadline } from './activity';
+import { NEXT_STATUS_VERSION, REDIS_NOW } from './status-version';
 
 /** A status change with its cluster-wide version (Redis `TIME`, ms): SPEC §7 registers. */
 export type StatusAnnounce = (userId: string, status: 'active' | 'inactive' | 'offline', version: number) => void;
@@ -24,9 +25,9 @@ const CLAIM_MIN_MS = 250;
 const CLAIM_JITTER_MS = 250;
 const CLAIM_BATCH = 100;
 
-// Time from Redis, so node clock skew cannot make a status go backwards (SPEC §7).
-const NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
+// Time from Redis, so node clock skew cannot make a status go backwards (SPEC §7); versions from one clock.
+const NOW = `${REDIS_NOW}
+${NEXT_STATUS_VERSION}`;
 /** Reads the user hash `key` into: total connections, s, ver, id, auth, h. */
 const readUser = (key: string): string => `local total, s, ver, id, auth, h = 0, false, 0, false, '', ''
 local fields = redis.call('HGETALL', ${key})
@@ -37,7 +38,7 @@ for i = 1, #fields, 2 do
   elseif f == 'id' then id = v elseif f == 'auth' then auth = v elseif f == 'h' then h = v end
 end`;
 
-// KEYS: user hash (= user channel), node's users, deadlines.
+// KEYS: user hash (= user channel), node's users, deadlines, status clock.
 // ARGV: node, user id, deadline, authorization, handler, origin head, 'incr'|'set', count, wanted status:
 // 'active'; 'inactive' (its deadline passed long ago); 'due' (it passed while Redis could not claim it:
 // when Redis lost the user, it is active with that deadline, so the next claim sends its one notice).
@@ -57,14 +58,14 @@ elseif not s and ARGV[9] == 'due' then
   want = 'active'
 elseif not s then want = 'inactive' end
 if want then
-  ver = math.max(now, ver + 1)
+  ver = nextVersion(now, ver, KEYS[4])
   s = want
   redis.call('HSET', KEYS[1], 's', s, 'ver', ver)
   redis.call('PUBLISH', KEYS[1], ARGV[6] .. '["' .. s .. '",' .. ver .. ']')
 end
 return {s, ver}`;
 
-// KEYS: user hash, node's users, deadlines, the node's liveness key.
+// KEYS: user hash, node's users, deadlines, the node's liveness key, status clock.
 // ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again),
 // and for a resumable session (SPEC §12.5) ending here: its connection id and REDIS_PREFIX, else ''. Such a session
 // leaves only while this node holds it (another took it over, with its count, or it was orphaned by a reaper);
@@ -90,7 +91,7 @@ if n <= 0 then
 end
 ${readUser('KEYS[1]')}
 if total <= 0 and s and (s == 'inactive' or ARGV[4] == '1') then
-  ver = math.max(now, ver + 1)
+  ver = nextVersion(now, ver, KEYS[5])
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[3], KEYS[1])
   redis.call('PUBLISH', KEYS[1], ARGV[5] .. '["offline",' .. ver .. ']')
@@ -98,14 +99,14 @@ if total <= 0 and s and (s == 'inactive' or ARGV[4] == '1') then
 end
 return {s, ver}`;
 
-// KEYS: deadlines. ARGV: batch size, origin head. Pops due users; only the popping node notifies (SPEC §11).
+// KEYS: deadlines, status clock. ARGV: batch size, origin head. Pops due users; only the popping node notifies (SPEC §11).
 const CLAIM = `${NOW}
 local out = {}
 for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))) do
   redis.call('ZREM', KEYS[1], key)
   ${readUser('key')}
   if s == 'active' and id then
-    ver = math.max(now, ver + 1)
+    ver = nextVersion(now, ver, KEYS[2])
     local status = 'inactive'
     if total > 0 then redis.call('HSET', key, 's', status, 'ver', ver) else status = 'offline'; redis.call('DEL', key) end
     redis.call('PUBLISH', key, ARGV[2] .. '["' .. status .. '",' .. ver .. ']')
@@ -147,9 +148,9 @@ export class ClusterSessions {
     private readonly nodeId: string,
     private readonly countOf: (userId: string) => number,
   ) {
-    this.assertScript = link.script('gatewaySessionAssert', 3, ASSERT);
-    this.leaveScript = link.script('gatewaySessionLeave', 4, LEAVE);
-    this.claimScript = link.script('gatewaySessionClaim', 1, CLAIM);
+    this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
+    this.leaveScript = link.script('gatewaySessionLeave', 5, LEAVE);
+    this.claimScript = link.script('gatewaySessionClaim', 2, CLAIM);
     this.head = originHead(nodeId);
     link.onUp(() => this.reassert());
     this.scheduleClaim();
@@ -293,13 +294,13 @@ export class ClusterSessions {
     if (session === undefined) return;
     const key = this.names.channel('u', userId);
     const args = [this.nodeId, userId, session.deadlineAt, session.authorization, session.handlerName, this.head, mode, count, wanted];
-    const [status, version] = (await this.assertScript([key, this.names.nodeUsers(this.nodeId), this.names.deadlines], args)) as StatusReply;
+    const [status, version] = (await this.assertScript([key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusClock], args)) as StatusReply;
     if (status !== null) this.announce(userId, status, version);
   }
 
   private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean, sessionId: string | null = null): Promise<void> {
     const key = this.names.channel('u', userId);
-    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId)];
+    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId), this.names.statusClock];
     const isReaping = nodeId === this.nodeId ? '0' : '1';
     const session = sessionId === null ? ['', ''] : [sessionId, this.names.prefix];
     const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping, ...session])) as StatusReply;
@@ -315,7 +316,7 @@ export class ClusterSessions {
   private async claim(): Promise<void> {
     if (!this.link.isUp) return;
     try {
-      const claimed = (await this.claimScript([this.names.deadlines], [CLAIM_BATCH, this.head])) as [string, string, string, 'inactive' | 'offline', number][];
+      const claimed = (await this.claimScript([this.names.deadlines, this.names.statusClock], [CLAIM_BATCH, this.head])) as [string, string, string, 'inactive' | 'offline', number][];
       for (const [userId, authorization, handlerName, status, version] of claimed) {
         this.notice(userId, authorization, handlerName);
         this.announce(userId, status, version);

@@ -24,8 +24,8 @@ export function parseStatusMessage(payload: Buffer): StatusRegister | null {
 /**
  * The current status of each user, read from the user hashes in one round
  * trip. A user Redis does not hold is `offline` with `missingVersion`: 0 for
- * a user never seen (SPEC §7); Redis' own time after an outage, when Redis
- * may have forgotten users that left meanwhile.
+ * a user never seen (SPEC §7); just before Redis' own time after an outage,
+ * when Redis may have forgotten users that left meanwhile.
  */
 export async function readStatuses(link: RedisLink, names: ClusterNames, userIds: readonly string[], missingVersion = 0): Promise<Map<string, StatusRegister>> {
   const replies = (await link.timed('hmget', link.command.pipeline(userIds.map((userId) => ['hmget', names.channel('u', userId), 's', 'ver'])).exec())) ?? [];

@@ -171,7 +171,10 @@ export class PresenceService implements OnModuleInit {
   private async rereadWatched(): Promise<void> {
     const userIds = [...this.watchers.keys()];
     if (userIds.length === 0) return;
-    const read = await readStatuses(this.cluster.link!, this.cluster.names, userIds, await redisTimeMs(this.cluster.link!));
+    // A user Redis no longer holds is offline as of just before this read: a status written after the read
+    // (its node re-asserting it) has a version ≥ Redis' time now, so it wins, never ties (SPEC §7).
+    const missingVersion = (await redisTimeMs(this.cluster.link!)) - 1;
+    const read = await readStatuses(this.cluster.link!, this.cluster.names, userIds, missingVersion);
     for (const [userId, register] of read) this.onStatus(userId, register[1], register[0]);
   }
 
