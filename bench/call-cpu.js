@@ -17,19 +17,10 @@
 const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { parseArgs, untilReady, openClients, callAll, sleep } = require('./lib/fixed-calls');
+const { parseArgs, untilReady, processUsage: usage, median, openClients, callAll, sleep } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
-const CLOCK_TICK_US = 10_000; // USER_HZ = 100 on Linux
 const USAGE = 'node bench/call-cpu.js --against <main.js> [--connections 50] [--inflight 8] [--calls 600 per connection] [--warmup 200] [--runs 3]';
-
-/** The process's CPU (µs) and read/write syscalls so far. */
-function usage(pid) {
-  const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
-  const count = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(io)[1]);
-  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { userUs: Number(stat[11]) * CLOCK_TICK_US, systemUs: Number(stat[12]) * CLOCK_TICK_US, reads: count('syscr'), writes: count('syscw') };
-}
 
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU per call. */
 async function measure(mainJs, o) {
@@ -69,11 +60,6 @@ async function measure(mainJs, o) {
     upstream.kill('SIGKILL');
   }
 }
-
-const median = (xs) => {
-  const s = [...xs].sort((a, b) => a - b);
-  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
-};
 
 async function main() {
   const o = parseArgs(process.argv.slice(2), { connections: 50, inflight: 8, calls: 600, warmup: 200, runs: 3 }, USAGE);

@@ -1,8 +1,10 @@
 'use strict';
-// What the fixed-work comparisons (bench/call-cpu.js, bench/instructions.js)
-// share: their options, the readiness wait, the client sockets and the
-// closed-loop echo calls (the rpc scenario's load, a fixed number of calls).
+// What the fixed-work comparisons (bench/call-cpu.js, bench/instructions.js,
+// bench/resume-cpu.js) share: their options, the readiness wait, a process's
+// own CPU, the client sockets and the closed-loop echo calls (the rpc
+// scenario's load, a fixed number of calls).
 
+const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const WebSocket = require('ws');
@@ -11,8 +13,23 @@ const SUBPROTOCOL = 'v1.gateway-lattice+json';
 const PAD = 'x'.repeat(64);
 
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const CLOCK_TICK_US = 10_000; // USER_HZ = 100 on Linux
 
-/** `--against <main.js>` (required) and numeric options over `defaults`; `--help` prints `usage`. */
+/** A process's CPU (µs, user and system) and read/write syscalls so far, from /proc. */
+function processUsage(pid) {
+  const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
+  const count = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(io)[1]);
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return { userUs: Number(stat[11]) * CLOCK_TICK_US, systemUs: Number(stat[12]) * CLOCK_TICK_US, reads: count('syscr'), writes: count('syscw') };
+}
+
+/** The median of numbers. */
+function median(xs) {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
+}
+
+/** `--against <main.js>` (required unless `defaults.against` is given) and numeric options over `defaults`; `--help` prints `usage`. */
 function parseArgs(argv, defaults, usage) {
   const o = { against: null, ...defaults };
   for (let i = 0; i < argv.length; i++) {
@@ -24,7 +41,7 @@ function parseArgs(argv, defaults, usage) {
     if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
     o[key] = key === 'against' ? path.resolve(argv[++i]) : Number(argv[++i]);
   }
-  if (o.against === null) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
+  if (o.against === null && !('against' in defaults)) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
   return o;
 }
 
@@ -80,4 +97,4 @@ function callAll(sockets, perConnection, inflight) {
   })));
 }
 
-module.exports = { parseArgs, untilReady, openClients, callAll, sleep };
+module.exports = { parseArgs, untilReady, processUsage, median, openClients, callAll, sleep };
