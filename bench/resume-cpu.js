@@ -5,6 +5,7 @@
 //
 //   node bench/resume-cpu.js
 //   node bench/resume-cpu.js --sessions 2000 --rounds 6 [--against /tmp/old/dist/main.js]
+//   node bench/resume-cpu.js --redis redis://127.0.0.1:6379   # one node in cluster mode (SPEC §12.5), Redis not counted
 //
 // Why: the resume scenario of `npm run bench` measures rates, and on a 2-CPU
 // machine its load generators' own handshakes, and the upstream answering the
@@ -28,7 +29,7 @@ const { parseArgs, untilReady, processUsage, median, sleep } = require('./lib/fi
 
 const ROOT = path.resolve(__dirname, '..');
 const LATTICE = 'v1.gateway-lattice+json';
-const USAGE = 'node bench/resume-cpu.js [--sessions 2000] [--rounds 6] [--inflight 20] [--against <main.js>]';
+const USAGE = 'node bench/resume-cpu.js [--sessions 2000] [--rounds 6] [--inflight 20] [--against <main.js>] [--redis <url>]';
 
 /** One handshake; resolves with the socket and its hello. */
 function open(port, user, protocols) {
@@ -84,6 +85,7 @@ async function measure(mainJs, o) {
     });
     const port = 23000 + (process.pid % 500) * 4;
     const env = { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, HOST: '127.0.0.1', PORT: String(port), BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: String(port + 1), LOG_LEVEL: 'error', RESUME_WINDOW: '2m' };
+    if (o.redis !== null) Object.assign(env, { REDIS_URL: o.redis, REDIS_PREFIX: `bench-resume-${process.pid}-${Date.now()}:` });
     gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
     await untilReady(port + 1, gateway, mainJs, 30_000);
     const optIn = [LATTICE, 'gateway-resume'];
@@ -122,11 +124,12 @@ async function measure(mainJs, o) {
 }
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2), { against: null, sessions: 2000, rounds: 6, inflight: 20 }, USAGE);
+  const o = parseArgs(process.argv.slice(2), { against: null, redis: null, sessions: 2000, rounds: 6, inflight: 20 }, USAGE);
   const builds = { this: path.join(ROOT, 'dist', 'main.js') };
   if (o.against !== null) builds.against = o.against;
   for (const file of Object.values(builds)) if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
-  console.log(`${o.sessions} sessions with a topic each, ${o.rounds} rounds after a warm-up; the gateway's own CPU per operation`);
+  const mode = o.redis === null ? 'one node' : 'cluster mode (one node, Redis not counted)';
+  console.log(`${o.sessions} sessions with a topic each, ${o.rounds} rounds after a warm-up, ${mode}; the gateway's own CPU per operation`);
   console.log('build | round | µs per resume | µs per connect + auth | connect ÷ resume');
   const summary = [];
   for (const [name, file] of Object.entries(builds)) {

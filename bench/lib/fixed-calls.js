@@ -39,7 +39,7 @@ function parseArgs(argv, defaults, usage) {
       process.exit(0);
     }
     if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
-    o[key] = key === 'against' ? path.resolve(argv[++i]) : Number(argv[++i]);
+    o[key] = key === 'against' ? path.resolve(argv[++i]) : typeof defaults[key] === 'number' ? Number(argv[++i]) : argv[++i];
   }
   if (o.against === null && !('against' in defaults)) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
   return o;
