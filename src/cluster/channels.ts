@@ -83,8 +83,8 @@ export class ClusterNames {
     return `${this.prefix}deadlines`;
   }
 
-  /** The last status version given to any user (sessions/status-version.ts); resume/'s scripts build it from the prefix too. */
-  get statusClock(): string {
+  /** The highest version of a user that went offline (sessions/status-version.ts); resume/'s scripts build it from the prefix too. */
+  get statusFloor(): string {
     return `${this.prefix}sv`;
   }
 

@@ -3,7 +3,7 @@
  * "Resumable sessions"), beside SessionRecords, which runs them. Each runs
  * atomically on one Redis; keys are built from the prefix inside the scripts.
  */
-import { NEXT_STATUS_VERSION, REDIS_NOW } from '../sessions/status-version';
+import { STATUS_VERSIONS, REDIS_NOW } from '../sessions/status-version';
 
 /** A detached or orphaned record outlives its window end by this much (the window itself is in the record). */
 export const AFTER_WINDOW_MS = 60_000;
@@ -15,7 +15,7 @@ export const ORPHAN_BATCH = 100;
 export const SCRIPT_ORIGIN = '~|';
 
 const NOW = `${REDIS_NOW}
-${NEXT_STATUS_VERSION}`;
+${STATUS_VERSIONS}`;
 
 /** Moves one connection of user `u` (hash `uk`) from count field `from` to `to`, keeping each node's user set. */
 const MOVE_COUNT = `local function move(p, uk, u, from, to)
@@ -105,7 +105,7 @@ const END_ORPHAN = `local function endOrphan(p, cid, rk, r, now, origin)
     elseif k == 's' then s = v elseif k == 'ver' then ver = tonumber(v) end
   end
   if total <= 0 and s == 'inactive' then
-    ver = nextVersion(now, ver, p .. 'sv')
+    ver = offlineVersion(now, ver, p .. 'sv')
     redis.call('DEL', uk)
     redis.call('ZREM', p .. 'deadlines', uk)
     redis.call('PUBLISH', uk, origin .. '["offline",' .. ver .. ']')

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { redisTimeMs } from '../users-lattice/cluster-statuses';
 import { ClusterSessions } from './cluster-sessions';
 
 /** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
@@ -42,5 +43,22 @@ describe('ClusterSessions on Redis: status versions (SPEC §7)', () => {
     expect(announced.map(([status]) => status)).toEqual(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? 'active' : 'offline')));
     const regressions = announced.filter(([, version], i) => i > 0 && version <= announced[i - 1][1]);
     expect(regressions).toEqual([]);
+  });
+
+  // Versions are Redis' time (§7's ts_ms), not a counter: many users' changes at once must not push them ahead of
+  // it, or after Redis lost its data every node would ignore the new, lower versions for as long as they ran ahead.
+  it('keeps versions at Redis time when many users change status at once', async () => {
+    const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+    const announced: Array<[Status, number]> = [];
+    const a = await node(names, 'nodeA', announced);
+    const b = await node(names, 'nodeB', announced);
+    const users = Array.from({ length: 300 }, (_, i) => `u${i}`);
+    for (let round = 0; round < 3; round++) {
+      await Promise.all(users.map((user) => a.connected(user, 600_000, 'Gateway+json e30=', 'default')));
+      await b.removeNode('nodeA');
+    }
+    const now = await redisTimeMs(links[0]);
+    expect(announced).toHaveLength(6 * users.length);
+    expect(Math.max(...announced.map(([, version]) => version)) - now).toBeLessThanOrEqual(20); // a counter bumped by every change ran 1,500 ms ahead here
   });
 });

@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { extendDeadline } from './activity';
-import { NEXT_STATUS_VERSION, REDIS_NOW } from './status-version';
+import { STATUS_VERSIONS, REDIS_NOW } from './status-version';
 
 /** A status change with its cluster-wide version (Redis `TIME`, ms): SPEC §7 registers. */
 export type StatusAnnounce = (userId: string, status: 'active' | 'inactive' | 'offline', version: number) => void;
@@ -27,7 +27,7 @@ const CLAIM_BATCH = 100;
 
 // Time from Redis, so node clock skew cannot make a status go backwards (SPEC §7); versions from one clock.
 const NOW = `${REDIS_NOW}
-${NEXT_STATUS_VERSION}`;
+${STATUS_VERSIONS}`;
 /** Reads the user hash `key` into: total connections, s, ver, id, auth, h. */
 const readUser = (key: string): string => `local total, s, ver, id, auth, h = 0, false, 0, false, '', ''
 local fields = redis.call('HGETALL', ${key})
@@ -38,7 +38,7 @@ for i = 1, #fields, 2 do
   elseif f == 'id' then id = v elseif f == 'auth' then auth = v elseif f == 'h' then h = v end
 end`;
 
-// KEYS: user hash (= user channel), node's users, deadlines, status clock.
+// KEYS: user hash (= user channel), node's users, deadlines, status floor.
 // ARGV: node, user id, deadline, authorization, handler, origin head, 'incr'|'set', count, wanted status:
 // 'active'; 'inactive' (its deadline passed long ago); 'due' (it passed while Redis could not claim it:
 // when Redis lost the user, it is active with that deadline, so the next claim sends its one notice).
@@ -65,7 +65,7 @@ if want then
 end
 return {s, ver}`;
 
-// KEYS: user hash, node's users, deadlines, the node's liveness key, status clock.
+// KEYS: user hash, node's users, deadlines, the node's liveness key, status floor.
 // ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again),
 // and for a resumable session (SPEC §12.5) ending here: its connection id and REDIS_PREFIX, else ''. Such a session
 // leaves only while this node holds it (another took it over, with its count, or it was orphaned by a reaper);
@@ -91,7 +91,7 @@ if n <= 0 then
 end
 ${readUser('KEYS[1]')}
 if total <= 0 and s and (s == 'inactive' or ARGV[4] == '1') then
-  ver = nextVersion(now, ver, KEYS[5])
+  ver = offlineVersion(now, ver, KEYS[5])
   redis.call('DEL', KEYS[1])
   redis.call('ZREM', KEYS[3], KEYS[1])
   redis.call('PUBLISH', KEYS[1], ARGV[5] .. '["offline",' .. ver .. ']')
@@ -99,16 +99,22 @@ if total <= 0 and s and (s == 'inactive' or ARGV[4] == '1') then
 end
 return {s, ver}`;
 
-// KEYS: deadlines, status clock. ARGV: batch size, origin head. Pops due users; only the popping node notifies (SPEC §11).
+// KEYS: deadlines, status floor. ARGV: batch size, origin head. Pops due users; only the popping node notifies (SPEC §11).
 const CLAIM = `${NOW}
 local out = {}
 for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))) do
   redis.call('ZREM', KEYS[1], key)
   ${readUser('key')}
   if s == 'active' and id then
-    ver = nextVersion(now, ver, KEYS[2])
     local status = 'inactive'
-    if total > 0 then redis.call('HSET', key, 's', status, 'ver', ver) else status = 'offline'; redis.call('DEL', key) end
+    if total > 0 then
+      ver = nextVersion(now, ver, KEYS[2])
+      redis.call('HSET', key, 's', status, 'ver', ver)
+    else
+      status = 'offline'
+      ver = offlineVersion(now, ver, KEYS[2])
+      redis.call('DEL', key)
+    end
     redis.call('PUBLISH', key, ARGV[2] .. '["' .. status .. '",' .. ver .. ']')
     table.insert(out, {id, auth, h, status, ver})
   end
@@ -294,13 +300,13 @@ export class ClusterSessions {
     if (session === undefined) return;
     const key = this.names.channel('u', userId);
     const args = [this.nodeId, userId, session.deadlineAt, session.authorization, session.handlerName, this.head, mode, count, wanted];
-    const [status, version] = (await this.assertScript([key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusClock], args)) as StatusReply;
+    const [status, version] = (await this.assertScript([key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusFloor], args)) as StatusReply;
     if (status !== null) this.announce(userId, status, version);
   }
 
   private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean, sessionId: string | null = null): Promise<void> {
     const key = this.names.channel('u', userId);
-    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId), this.names.statusClock];
+    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId), this.names.statusFloor];
     const isReaping = nodeId === this.nodeId ? '0' : '1';
     const session = sessionId === null ? ['', ''] : [sessionId, this.names.prefix];
     const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping, ...session])) as StatusReply;
@@ -316,7 +322,7 @@ export class ClusterSessions {
   private async claim(): Promise<void> {
     if (!this.link.isUp) return;
     try {
-      const claimed = (await this.claimScript([this.names.deadlines, this.names.statusClock], [CLAIM_BATCH, this.head])) as [string, string, string, 'inactive' | 'offline', number][];
+      const claimed = (await this.claimScript([this.names.deadlines, this.names.statusFloor], [CLAIM_BATCH, this.head])) as [string, string, string, 'inactive' | 'offline', number][];
       for (const [userId, authorization, handlerName, status, version] of claimed) {
         this.notice(userId, authorization, handlerName);
         this.announce(userId, status, version);

@@ -9,15 +9,22 @@ export const REDIS_NOW = `local t = redis.call('TIME')
 local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
- * Lua: `nextVersion(now, ver, clock)`, the version of a status change: after
- * Redis' time, after the user's last version `ver`, and after every version
- * given so far (`clock`, the key `ClusterNames.statusClock`). A user's `ver`
- * goes with its hash when it goes offline; without the clock a user back in
- * the same millisecond got a version no greater than its `offline`, and every
- * watcher kept it offline (a newer version wins; a tie goes to `offline`, §6.2).
+ * Lua: the version of a status change, Redis' time unless the user's last
+ * version `ver` is not older. A user going offline leaves Redis with its hash
+ * (and its `ver`), so `offlineVersion` also keeps the highest such version in
+ * `floor` (the key `ClusterNames.statusFloor`), and `nextVersion` for a user
+ * Redis does not hold (`ver` 0) starts above it: a user back within the
+ * millisecond of its `offline` used to get an equal version, and every watcher
+ * kept it offline (a newer version wins; a tie goes to `offline`, §6.2).
+ * Only offline versions raise the floor, so versions stay at Redis' time
+ * however many users change at once.
  */
-export const NEXT_STATUS_VERSION = `local function nextVersion(now, ver, clock)
-  local v = math.max(now, ver + 1, (tonumber(redis.call('GET', clock)) or 0) + 1)
-  redis.call('SET', clock, v)
+export const STATUS_VERSIONS = `local function nextVersion(now, ver, floor)
+  if ver > 0 then return math.max(now, ver + 1) end
+  return math.max(now, (tonumber(redis.call('GET', floor)) or 0) + 1)
+end
+local function offlineVersion(now, ver, floor)
+  local v = math.max(now, ver + 1)
+  if v > (tonumber(redis.call('GET', floor)) or 0) then redis.call('SET', floor, v) end
   return v
 end`;
