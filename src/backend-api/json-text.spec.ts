@@ -5,9 +5,9 @@ describe(jsonText.name, () => {
     expect(jsonText(value)).toBe(JSON.stringify(value));
   });
 
-  it('encodes values nested deeper than JSON.stringify can', () => {
+  // Node 20 to 24 throw RangeError from JSON.stringify at this depth (Node 26's V8 does not): jsonText never recurses.
+  it('encodes values nested deeper than JSON.stringify can on Node 20 to 24', () => {
     const text = '['.repeat(20_000) + '{"a":1}' + ']'.repeat(20_000);
-    expect(() => JSON.stringify(JSON.parse(text))).toThrow(RangeError);
     expect(jsonText(JSON.parse(text))).toBe(text);
   });
 });

@@ -88,9 +88,20 @@ describe('graceful shutdown (SPEC §10)', () => {
 
   it('on SIGINT turns unready, closes the client with 1001 and exits 0', async () => {
     const g = gateway!;
+    // A call in flight keeps the drain open until it is answered, so the 503 is there to be seen
+    // (without one the gateway may be gone before the first poll: Node 26 was).
+    const release = deferred();
+    upstream.on('POST /slow', async () => {
+      await release.promise;
+      return { json: { done: true } };
+    });
     const client = await hello();
+    client.send(['slow', { request_id: 1 }, [], {}]);
+    await upstream.requestTo('/slow');
     g.kill('SIGINT');
     await untilStatus(`${g.apiUrl}/health/ready`, 503);
+    release.resolve();
+    expect(await client.next(GRACE_MS)).toEqual(['result', { request_id: 1 }, { done: true }]);
     expect(await client.closed(GRACE_MS)).toEqual({ code: 1001, reason: 'shutdown' });
     expect(await g.exit(GRACE_MS)).toEqual({ code: 0, signal: null });
     expect(g.logs).toContainEqual(expect.objectContaining({ msg: 'shutdown requested', signal: 'SIGINT' }));
