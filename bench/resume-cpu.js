@@ -18,7 +18,10 @@
 // (after an uncounted first): every session dropped without a close frame,
 // then all resumed with their latest token (measured), then as many new
 // resumable connections with authorization (measured), then those closed
-// with 1000 (not measured). 20 handshakes in flight. Not part of `npm run bench`.
+// with 1000 (not measured). 20 handshakes in flight. Then the same number of
+// handshakes, as many rounds, on the handshake floor (bench/baseline/
+// handshake-floor.js: a raw `ws` server that sends one hello and does nothing
+// else): no resume can cost less. Not part of `npm run bench`.
 
 const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
@@ -123,6 +126,33 @@ async function measure(mainJs, o) {
   }
 }
 
+/** CPU per handshake of the handshake floor, round by round (after an uncounted first). */
+async function measureFloor(o) {
+  const port = 23400 + (process.pid % 500) * 2;
+  const floor = spawn(process.execPath, [path.join(__dirname, 'baseline', 'handshake-floor.js')], {
+    env: { ...process.env, HOST: '127.0.0.1', PORT: String(port), BACKEND_API_PORT: String(port + 1) },
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  try {
+    await untilReady(port + 1, floor, 'the handshake floor', 10_000);
+    // The same subprotocol header a resume sends (the floor ignores the offer).
+    const offer = [LATTICE, `gateway-resume.${'A'.repeat(60)}`];
+    const rounds = [];
+    for (let round = 0; round <= o.rounds; round++) {
+      let sockets = [];
+      const us = await cpuFor(floor.pid, async () => {
+        sockets = await pool(o.sessions, o.inflight, (i) => open(port, `f${i}`, offer));
+      });
+      for (const { ws } of sockets) ws.terminate();
+      await sleep(500);
+      if (round > 0) rounds.push(us / o.sessions);
+    }
+    return rounds;
+  } finally {
+    floor.kill('SIGKILL');
+  }
+}
+
 async function main() {
   const o = parseArgs(process.argv.slice(2), { against: null, redis: null, sessions: 2000, rounds: 6, inflight: 20 }, USAGE);
   const builds = { this: path.join(ROOT, 'dist', 'main.js') };
@@ -139,6 +169,9 @@ async function main() {
     const connect = median(rounds.map((r) => r.connectUs));
     summary.push(`${name}: median ${resume.toFixed(0)} µs per resume, ${connect.toFixed(0)} µs per connect + auth: a resume costs ${(resume / connect).toFixed(2)}× a connect (${(connect / resume).toFixed(2)}× as many per CPU second)`);
   }
+  const floor = await measureFloor(o);
+  floor.forEach((us, i) => console.log(`floor | ${i + 1} | ${us.toFixed(0)} (a bare handshake) | |`));
+  summary.push(`floor: median ${median(floor).toFixed(0)} µs per bare handshake (no resume can cost less)`);
   for (const line of summary) console.log(line);
 }
 
