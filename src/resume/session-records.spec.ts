@@ -1,3 +1,4 @@
+import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
@@ -75,6 +76,7 @@ describe(SessionRecords.name, () => {
 describe('SessionRecords on Redis, a copy another node took over', () => {
   const links: RedisLink[] = [];
   const all: SessionRecords[] = [];
+  beforeAll(() => Logger.overrideLogger(false)); // the links' "redis up" lines are not this spec's output
   afterEach(async () => {
     for (const records of all.splice(0)) records.stop();
     await Promise.all(links.splice(0).map((link) => link.close()));
