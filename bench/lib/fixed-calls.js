@@ -29,7 +29,7 @@ function median(xs) {
   return s.length % 2 ? s[(s.length - 1) / 2] : (s[s.length / 2 - 1] + s[s.length / 2]) / 2;
 }
 
-/** `--against <main.js>` (required unless `defaults.against` is given) and numeric options over `defaults`; `--help` prints `usage`. */
+/** `--against <main.js>` (required unless `defaults.against` is given) and the options of `defaults` (a number where the default is one); `--help` prints `usage`. */
 function parseArgs(argv, defaults, usage) {
   const o = { against: null, ...defaults };
   for (let i = 0; i < argv.length; i++) {
