@@ -44,7 +44,7 @@ async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Prom
   const names = new ClusterNames(config.redisPrefix);
   if (config.redisUrl === null) return new ClusterContext(null, names, config.nodeId, null);
   const logger = new Logger(ClusterModule.name);
-  const link = new RedisLink(config.redisUrl, metrics, config.nodeId);
+  const link = new RedisLink(config.redisUrl, metrics, config.nodeId, config.redisWait);
   const liveness = new NodeLiveness(link, names, config.nodeId);
   if (await link.open(STARTUP_WAIT_MS)) {
     if (!(await liveness.claim())) {

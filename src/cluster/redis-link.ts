@@ -1,6 +1,8 @@
 import { Logger } from '@nestjs/common';
 import Redis, { RedisOptions } from 'ioredis';
+import { RedisWait } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { ClusterUnavailableError } from './cluster-unavailable.error';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -38,11 +40,18 @@ export class RedisLink {
   private lastHeardAt = Date.now();
   private probeSentAt: number | null = null;
   private probeTimer: NodeJS.Timeout | null = null;
+  /** `run_id` of the Redis instance the link last came up on (SPEC §13.1); '' before the first. */
+  private instanceNow = '';
+  /** Epoch ms when this node first saw Redis as another instance than before (null: never did). */
+  private replacedAtMs: number | null = null;
+  /** The instance a rollback was last reported for: counted once per instance. */
+  private rollbackSeenOn = '';
 
   constructor(
     url: string,
     private readonly metrics: GatewayMetrics,
     nodeId: string,
+    private readonly wait: RedisWait = { replicas: 0, timeoutMs: 0 },
   ) {
     const options: RedisOptions = {
       enableOfflineQueue: false,
@@ -73,6 +82,38 @@ export class RedisLink {
   /** Both connections ready. */
   get isUp(): boolean {
     return this.isUpNow;
+  }
+
+  /**
+   * The Redis instance this link talks to (`INFO server` `run_id`), read at
+   * every (re)connection before the link is up: a restart, or a failover to a
+   * replica, makes it another one. Data written under an earlier instance may
+   * have been rolled back (SPEC §13.1), so the scripts that number things
+   * (topic offsets, lattice versions) take it as an argument and start a new
+   * epoch when the data they find was written under another instance.
+   */
+  get instance(): string {
+    return this.instanceNow;
+  }
+
+  /**
+   * When this node last found Redis replaced by another instance (restart,
+   * failover), epoch ms; null if it never was. A history that is missing
+   * soon after may have been rolled back rather than expired (SPEC §13.1).
+   */
+  get replacedAt(): number | null {
+    return this.replacedAtMs;
+  }
+
+  /**
+   * A feature found Redis behind what this node saw (SPEC §13.1): counted in
+   * gateway_redis_rollbacks_total and logged, once per instance.
+   */
+  reportRollback(evidence: string): void {
+    if (this.rollbackSeenOn === this.instanceNow) return;
+    this.rollbackSeenOn = this.instanceNow;
+    this.metrics.redisRollbacks.inc();
+    this.logger.warn({ msg: 'redis came back with less than it acknowledged (rolled back): new epochs, lattices merged back', evidence });
   }
 
   /** When the link last went down (epoch ms), or null: features tell what Redis could not see meanwhile. */
@@ -180,6 +221,19 @@ export class RedisLink {
     return (keys, args) => this.timed(name, run(...keys, ...args));
   }
 
+  /**
+   * SPEC §13.1 `REDIS_WAIT_REPLICAS`: resolves once the writes this node made
+   * so far on the command connection reached that many replicas (`WAIT`);
+   * ClusterUnavailableError (503) when they did not within REDIS_WAIT_TIMEOUT
+   * (the write may still exist: the backend retries). At once when 0.
+   */
+  async confirmWrites(): Promise<void> {
+    const { replicas, timeoutMs } = this.wait;
+    if (replicas === 0) return;
+    const confirmed = await this.timed('wait', this.command.wait(replicas, timeoutMs)).catch(() => -1);
+    if (confirmed < replicas) throw new ClusterUnavailableError('cluster_unavailable', `the write was not confirmed by ${replicas} Redis replica(s) within ${timeoutMs} ms; retry`);
+  }
+
   /** Time a command's round trip into gateway_redis_command_duration_seconds. */
   async timed<T>(command: string, pending: Promise<T>): Promise<T> {
     const end = this.metrics.redisCommandDuration.startTimer({ command });
@@ -218,6 +272,9 @@ export class RedisLink {
 
   private async resubscribeThenAnnounce(): Promise<void> {
     try {
+      const instance = runIdOf(await this.timed('info', this.command.info('server')));
+      if (this.instanceNow !== '' && instance !== this.instanceNow) this.replacedAtMs = Date.now();
+      this.instanceNow = instance;
       const all = [...this.channels];
       for (let i = 0; i < all.length; i += RESUBSCRIBE_BATCH) {
         await this.timed('subscribe', this.subscriber.subscribe(...all.slice(i, i + RESUBSCRIBE_BATCH)));
@@ -252,4 +309,9 @@ export class RedisLink {
     this.metrics.redisUp.set(0);
     if (!this.isClosing) this.logger.warn({ msg: 'redis down', role });
   }
+}
+
+/** `run_id` from an `INFO server` reply ('' when absent: every script then treats its data as another instance's). */
+function runIdOf(info: string): string {
+  return /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1] ?? '';
 }

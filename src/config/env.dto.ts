@@ -57,6 +57,9 @@ export class EnvDto {
   @Expose() @IsOptional() @IsRedisUrl() REDIS_URL?: string;
   @Expose() @IsRedisPrefix() REDIS_PREFIX: string = 'gateway:';
   @Expose() @IsDuration() LATTICE_RETENTION: string = '24h';
+  /** SPEC §13.1: replicas that must confirm a history publish, lattice update or session record; 0 = none asked. */
+  @Expose() @IsWholeNumber(0) REDIS_WAIT_REPLICAS: string = '0';
+  @Expose() @IsDuration() REDIS_WAIT_TIMEOUT: string = '100ms';
   /** SPEC §12: `0` turns resumable sessions off. */
   @Expose() @IsDuration(true) RESUME_WINDOW: string = '30s';
   @Expose() @IsWholeNumber(0) TOPIC_HISTORY_SIZE: string = '100';

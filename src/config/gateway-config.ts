@@ -31,11 +31,19 @@ export abstract class GatewayConfig {
   abstract readonly redisPrefix: string;
   /** LATTICE_RETENTION: how long Redis keeps a namespace nobody subscribes to after its last update. */
   abstract readonly latticeRetentionMs: number;
+  /** REDIS_WAIT_REPLICAS / REDIS_WAIT_TIMEOUT (SPEC §13.1). */
+  abstract readonly redisWait: RedisWait;
   /** SPEC §12: resumable sessions and topic history. */
   abstract readonly resume: ResumeSettings;
   abstract readonly log: LogSettings;
   /** OpenTelemetry, from the standard OTEL_* variables; `tracesUrl` null = off. */
   abstract readonly tracing: TracingSettings;
+}
+
+/** SPEC §13.1: writes confirmed by `replicas` Redis replicas within `timeoutMs` before they are acknowledged (0 = not asked). */
+export interface RedisWait {
+  readonly replicas: number;
+  readonly timeoutMs: number;
 }
 
 export interface ListenAddress {

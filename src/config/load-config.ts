@@ -239,6 +239,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
     redisUrl: env.REDIS_URL ?? null,
     redisPrefix: env.REDIS_PREFIX,
     latticeRetentionMs: ms(env.LATTICE_RETENTION),
+    redisWait: { replicas: whole(env.REDIS_WAIT_REPLICAS), timeoutMs: ms(env.REDIS_WAIT_TIMEOUT) },
     resume: { windowMs: ms(env.RESUME_WINDOW), historySize: whole(env.TOPIC_HISTORY_SIZE), historyTtlMs: ms(env.TOPIC_HISTORY_TTL) },
     log: { level: env.LOG_LEVEL.toLowerCase() as LogLevel, format: env.LOG_FORMAT.toLowerCase() as LogFormat },
   };

@@ -23,11 +23,21 @@ export interface LogContents {
 /** A new snapshot is written once the log holds this many entries after the last one. */
 export const COMPACT_AFTER_ENTRIES = 1000;
 
-// KEYS: meta, log, snap. ARGV: origin head, entry JSON, retention ms, new epoch, channel.
-// No merging here (CLUSTER.md principle 4): Redis orders and stores, crdt.ts merges.
+// KEYS: meta, log, snap. ARGV: origin head, entry JSON, retention ms, new epoch, channel, Redis instance.
+// No merging here (CLUSTER.md principle 4): Redis orders and stores, crdt.ts merges. A meta written
+// under another Redis instance gets a new epoch, log and snapshot kept (SPEC §13.1: Redis may have
+// rolled back, so versions of the old epoch may have been applied by nodes already; a new epoch makes
+// every holder re-read and merge its copy back, and no version is ever reused within an epoch).
 const APPEND = `
-local e = redis.call('HGET', KEYS[1], 'e')
-if not e then e = ARGV[4]; redis.call('HSET', KEYS[1], 'e', e, 'v', 0, 's', 0) end
+local m = redis.call('HMGET', KEYS[1], 'e', 'r')
+local e = m[1]
+if not e then
+  e = ARGV[4]
+  redis.call('HSET', KEYS[1], 'e', e, 'v', 0, 's', 0, 'r', ARGV[6])
+elseif m[2] ~= ARGV[6] then
+  e = ARGV[4]
+  redis.call('HSET', KEYS[1], 'e', e, 'r', ARGV[6])
+end
 local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
 redis.call('XADD', KEYS[2], v .. '-1', 'x', ARGV[2])
 for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
@@ -88,7 +98,7 @@ export class LatticeLog {
    */
   async append(namespace: string, entry: LatticeEntry): Promise<LogPosition> {
     const epoch = randomBytes(9).toString('base64url');
-    const args = [this.head, encodeEntry(entry), this.retentionMs, epoch, this.names.channel('l', namespace)];
+    const args = [this.head, encodeEntry(entry), this.retentionMs, epoch, this.names.channel('l', namespace), this.link.instance];
     if (!this.link.isUp) throw NOT_APPENDED;
     const [e, v, s] = (await this.appendScript(this.keys(namespace), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number, number];
     if (v - s > COMPACT_AFTER_ENTRIES) void this.compact(namespace).catch(() => undefined);
@@ -115,6 +125,16 @@ export class LatticeLog {
       const [epoch, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
       return epoch === null ? null : { epoch, version: Number(version) };
     });
+  }
+
+  /** SPEC §13.1: the appends so far reached REDIS_WAIT_REPLICAS replicas, else 503 (ClusterUnavailableError). */
+  confirm(): Promise<void> {
+    return this.link.confirmWrites();
+  }
+
+  /** SPEC §13.1: this node applied more of a namespace than Redis now holds. */
+  rolledBack(evidence: string): void {
+    this.link.reportRollback(evidence);
   }
 
   /** Keep the keys of namespaces this node holds for another LATTICE_RETENTION. */

@@ -140,16 +140,20 @@ export class LatticeReplicas {
   private async resync(namespace: string, replica: Replica, isRepair: boolean): Promise<void> {
     const contents = await this.log.read(namespace);
     const held = replica.position;
-    if (held !== null && contents.position !== null && contents.position.epoch === held.epoch) {
+    const isSameEpoch = held !== null && contents.position !== null && contents.position.epoch === held.epoch;
+    if (isSameEpoch && held.version <= contents.position!.version) {
       if (held.version < contents.snapshotVersion && contents.snapshot !== null) this.apply(namespace, contents.snapshot);
       for (const row of contents.entries) if (row.version > held.version) this.apply(namespace, row.entry);
       replica.position = contents.position;
       return;
     }
+    // Our copy is ahead of Redis in the same epoch: Redis rolled back (SPEC §13.1).
+    if (isSameEpoch) this.log.rolledBack(`lattice ${namespace}: redis holds version ${contents.position!.version}, this node applied ${held.version}`);
     for (const entry of entriesOf(contents)) this.apply(namespace, entry);
     replica.position = contents.position;
     if (held === null || !isRepair) return;
-    // Redis lost this namespace (restarted empty, or another epoch began): merge our copy back.
+    // Redis lost this namespace or part of it (restarted empty or from an older snapshot, or another
+    // epoch began): merge our copy back (idempotent, CLUSTER.md principle 4).
     this.logger.warn({ msg: 'lattice namespace lost by redis: re-appending this node\'s state', namespace });
     const healed = await this.log.append(namespace, this.exportState(namespace));
     const current = replica.position;

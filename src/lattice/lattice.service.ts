@@ -111,6 +111,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     const entry = { atMs: Date.now(), body };
     const position = await this.log.append(namespace, entry);
     await this.replicas!.appended(namespace, position, entry);
+    await this.log.confirm();
   }
 
   /** After hello: one snapshot per namespace the connection is attached to (SPEC §3). */

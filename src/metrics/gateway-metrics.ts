@@ -78,13 +78,18 @@ export class GatewayMetrics {
     help: 'Messages for other nodes not sent because the Redis link was down (at most once, SPEC §11)',
     registers: [],
   });
+  readonly redisRollbacks = new Counter({
+    name: 'gateway_redis_rollbacks_total',
+    help: 'Times Redis came back with less than it had acknowledged (restart from an older snapshot, failover to a lagging replica; SPEC §13.1)',
+    registers: [],
+  });
   readonly latticeRepairs = new Counter({ name: 'gateway_lattice_repairs_total', help: 'Namespaces re-read from Redis after a missed update or a reconnect', registers: [] });
 
   /** `isCluster`: REDIS_URL is set; only then are the cluster metrics exported. */
   constructor(isCluster = true) {
     collectDefaultMetrics({ register: this.registry });
     if (!isCluster) return;
-    const clusterMetrics: Metric<string>[] = [this.redisUp, this.redisReconnects, this.redisCommandDuration, this.brokerMessages, this.brokerMessagesDropped, this.latticeRepairs];
+    const clusterMetrics: Metric<string>[] = [this.redisUp, this.redisReconnects, this.redisCommandDuration, this.brokerMessages, this.brokerMessagesDropped, this.latticeRepairs, this.redisRollbacks];
     for (const metric of clusterMetrics) this.registry.registerMetric(metric);
   }
 }

@@ -11,7 +11,7 @@ import { isResumeOffered } from '../resume/resume-settings';
 import { ResumablePositions } from './resumable-positions';
 import { HistoryPosition, TopicHistory } from './topic-history';
 import { TopicIndex } from './topic-index';
-import { LoggedMessage, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
+import { LoggedMessage, STALE, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
 import { GapFill, OrderStep, TopicOrder } from './topic-order';
 
 const FRAME_TAIL = Buffer.from(']');
@@ -187,8 +187,11 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     const reads = await Promise.all(topics.map((topic, i) => log.read(topic, froms[i].offset).catch((): typeof UNREADABLE => UNREADABLE)));
     topics.forEach((topic, i) => {
       const read = reads[i];
-      if (read === null) return; // no history: nothing was published since it expired (TOPIC_HISTORY_TTL ≥ RESUME_WINDOW)
-      if (read === UNREADABLE) return void plan.lostTopics.push(pathToWire(topic));
+      // No history: nothing was published since it expired (TOPIC_HISTORY_TTL ≥ RESUME_WINDOW), unless
+      // Redis was replaced since and may have rolled back to before it existed (SPEC §13.1).
+      if (read === null) return void (log.mayHaveRolledBack() && plan.lostTopics.push(pathToWire(topic)));
+      // Unreadable, or a history Redis may have rolled back since (SPEC §13.1): what it lacks cannot be told.
+      if (read === UNREADABLE || read === STALE) return void plan.lostTopics.push(pathToWire(topic));
       plan.upTo.set(topic, { offset: read.offset, epoch: read.epoch });
       const replay = replayOf(read, froms[i]);
       if (replay === null) return void plan.lostTopics.push(pathToWire(topic));
@@ -198,11 +201,17 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     return plan;
   }
 
-  /** Cluster mode: append to the topic's history in Redis (which publishes to the other nodes), then deliver here in order. */
+  /**
+   * Cluster mode: append to the topic's history in Redis (which publishes to
+   * the other nodes), then deliver here in order. With REDIS_WAIT_REPLICAS
+   * the answer waits for the replicas (SPEC §13.1); the other nodes deliver
+   * meanwhile, so this one does too.
+   */
   private async publishLogged(topic: string, payload: Buffer): Promise<void> {
     const message = await this.log!.append(topic, payload);
     this.topicsOut.inc();
     this.arrived(topic, message);
+    await this.log!.confirm();
   }
 
   /** A topic channel message from another node: the history's form, or a plain frame (a node without history). */
@@ -234,7 +243,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
       await this.log!.awaitInFlight();
       if (this.order.isStillMissing(topic, fill)) {
         const read = await this.log!.read(topic, fill.after, fill.before - 1);
-        if (read !== null && read.epoch === fill.epoch) messages = read.messages;
+        if (read !== null && read !== STALE && read.epoch === fill.epoch) messages = read.messages;
       }
     } catch {
       // Redis unreachable: what is missing is skipped (the client sees the jump); a reconnect catches up.
@@ -242,13 +251,21 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.follow(topic, this.order.filled(topic, fill, messages));
   }
 
-  /** After a Redis reconnect: per followed topic, what the history got meanwhile is filled in. */
+  /**
+   * After a Redis reconnect: per followed topic, what the history got
+   * meanwhile is filled in. A history behind what this node delivered in the
+   * same epoch is a rollback (SPEC §13.1): reported; its next publish starts
+   * a new epoch (a stale history's always does), which this node follows.
+   */
   private async catchUp(): Promise<void> {
+    const log = this.log!;
     const topics = [...this.order.topics()];
-    const positions = await Promise.all(topics.map((topic) => this.log!.position(topic).catch(() => null)));
+    const positions = await Promise.all(topics.map((topic) => log.positionSeen(topic).catch(() => null)));
     topics.forEach((topic, i) => {
-      const position = positions[i];
-      if (position !== null) this.follow(topic, this.order.catchUp(topic, position));
+      const seen = positions[i];
+      if (seen === null) return;
+      if (this.order.isAhead(topic, seen)) log.rolledBack(`topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
+      if (!seen.isStale) this.follow(topic, this.order.catchUp(topic, seen));
     });
   }
 
@@ -367,11 +384,16 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
 
 const NO_HISTORY: HistoryPosition = { offset: 0, epoch: null };
 
-/** The messages after `from` that `read` holds, or null when some are missing or `from` names another epoch (lost). */
+/**
+ * The messages after `from` that `read` holds, or null (lost) when some are
+ * missing, when `from` names another epoch, or when it is ahead of the
+ * history (Redis rolled back, SPEC §13.1: never "nothing missed").
+ */
 function replayOf(read: TopicLogRead, from: HistoryPosition): LoggedMessage[] | null {
   if (from.epoch !== null && from.epoch !== read.epoch) return null;
   const missed = read.offset - from.offset;
-  if (missed <= 0) return [];
+  if (missed < 0) return null;
+  if (missed === 0) return [];
   return read.messages.length < missed ? null : read.messages;
 }
 

@@ -18,14 +18,32 @@ export interface TopicLogRead {
   readonly messages: LoggedMessage[];
 }
 
-// KEYS: position hash, stream. ARGV: origin head, payload, history size, ttl ms, fresh epoch, channel.
-// A missing hash is a new history instance (first publish, expired, or Redis lost it): a new epoch,
-// and whatever stream is left of an older instance goes. TOPIC_HISTORY_SIZE=0: no stream, offsets
-// still advance. The message goes to the topic channel in the same step, so every node sees the
-// offsets in the order the history stores them.
+/**
+ * Where a topic's history stands in Redis. `isStale`: it was written under
+ * another Redis instance (SPEC §13.1), so it may have been rolled back: its
+ * next publish starts a new epoch, and nothing of it is trusted for a replay.
+ */
+export interface LogPosition {
+  readonly epoch: string;
+  readonly offset: number;
+  readonly isStale: boolean;
+}
+
+// KEYS: position hash, stream. ARGV: origin head, payload, history size, ttl ms, fresh epoch, channel,
+// Redis instance. A missing hash is a new history instance (first publish, expired, or Redis lost it),
+// and so is one written under another Redis instance (SPEC §13.1: Redis restarted or failed over and
+// may have rolled back, so its offsets may have been handed out already): a new epoch, and whatever
+// stream is left of the older instance goes. TOPIC_HISTORY_SIZE=0: no stream, offsets still advance.
+// The message goes to the topic channel in the same step, so every node sees the offsets in the
+// order the history stores them.
 const APPEND = `
-local e = redis.call('HGET', KEYS[1], 'e')
-if not e then e = ARGV[5]; redis.call('HSET', KEYS[1], 'e', e); redis.call('DEL', KEYS[2]) end
+local m = redis.call('HMGET', KEYS[1], 'e', 'r')
+local e = m[1]
+if not e or m[2] ~= ARGV[7] then
+  e = ARGV[5]
+  redis.call('DEL', KEYS[1], KEYS[2])
+  redis.call('HSET', KEYS[1], 'e', e, 'r', ARGV[7])
+end
 local o = redis.call('HINCRBY', KEYS[1], 'o', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
 if tonumber(ARGV[3]) > 0 then
@@ -36,9 +54,9 @@ redis.call('PUBLISH', ARGV[6], ARGV[1] .. '#' .. o .. ' ' .. e .. ' ' .. ARGV[2]
 return {e, o}`;
 
 // KEYS: position hash, stream. ARGV: after offset (exclusive), last offset wanted ('+' = to the end).
-// Returns {epoch, offset, entries} or {} when Redis holds no history for the topic.
+// Returns {epoch, offset, instance, entries} or {} when Redis holds no history for the topic.
 const READ = `
-local m = redis.call('HMGET', KEYS[1], 'e', 'o')
+local m = redis.call('HMGET', KEYS[1], 'e', 'o', 'r')
 if not m[1] then return {} end
 local o = tonumber(m[2])
 local first = tonumber(ARGV[1]) + 1
@@ -48,7 +66,10 @@ if first <= o then
   if last ~= '+' then last = last .. '-0' end
   rows = redis.call('XRANGE', KEYS[2], first .. '-0', last)
 end
-return {m[1], o, rows}`;
+return {m[1], o, m[3] or '', rows}`;
+
+/** A read of a history written under another Redis instance (SPEC §13.1). */
+export const STALE = 'stale';
 
 const NOT_APPENDED = new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the message was not published; retry');
 const HASH = 0x23; // '#'
@@ -88,17 +109,49 @@ export class TopicLog {
    */
   async append(topic: string, payload: Buffer): Promise<LoggedMessage> {
     if (!this.link.isUp) throw NOT_APPENDED;
-    const args = [this.head, payload, this.size, this.ttlMs, newEpoch(), this.names.channel('t', topic)];
+    const args = [this.head, payload, this.size, this.ttlMs, newEpoch(), this.names.channel('t', topic), this.link.instance];
     const [epoch, offset] = (await this.appendScript(this.keys(topic), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number];
     return { offset, epoch, payload };
   }
 
-  /** The topic's position and its kept messages after offset `after` (up to `last`, inclusive); null: no history. */
-  async read(topic: string, after: number, last: number | null = null): Promise<TopicLogRead | null> {
-    const reply = (await this.readScript(this.keys(topic), [after, last === null ? '+' : last])) as [] | [string, number, Array<[string, string[]]>];
+  /**
+   * The topic's position and its kept messages after offset `after` (up to
+   * `last`, inclusive); null: no history; STALE: a history of another Redis
+   * instance (SPEC §13.1), which may lack messages that were delivered.
+   */
+  async read(topic: string, after: number, last: number | null = null): Promise<TopicLogRead | null | typeof STALE> {
+    const reply = (await this.readScript(this.keys(topic), [after, last === null ? '+' : last])) as [] | [string, number, string, Array<[string, string[]]>];
     if (reply.length === 0) return null;
-    const [epoch, offset, rows] = reply;
+    const [epoch, offset, instance, rows] = reply;
+    if (instance !== this.link.instance) return STALE;
     return { epoch, offset, messages: rows.map(([id, fields]) => ({ offset: Number.parseInt(id, 10), epoch, payload: Buffer.from(fields[1]) })) };
+  }
+
+  /** What the history in Redis says of a topic, stale or not; null when it holds none. */
+  async positionSeen(topic: string): Promise<LogPosition | null> {
+    const [epoch, offset, instance] = (await this.link.timed('hmget', this.link.command.hmget(this.keys(topic)[0], 'e', 'o', 'r'))) as [string | null, string | null, string | null];
+    return epoch === null ? null : { epoch, offset: Number(offset), isStale: instance !== this.link.instance };
+  }
+
+  /**
+   * Whether a topic without history may have lost messages rather than
+   * expired: Redis was replaced (restart, failover) less than
+   * TOPIC_HISTORY_TTL ago, so it may have rolled back to before the topic's
+   * history existed (SPEC §13.1).
+   */
+  mayHaveRolledBack(): boolean {
+    const replacedAt = this.link.replacedAt;
+    return replacedAt !== null && Date.now() - replacedAt < this.ttlMs;
+  }
+
+  /** SPEC §13.1: this node delivered more of a topic than Redis now holds. */
+  rolledBack(evidence: string): void {
+    this.link.reportRollback(evidence);
+  }
+
+  /** SPEC §13.1: the appends so far reached REDIS_WAIT_REPLICAS replicas, else 503 (ClusterUnavailableError). */
+  confirm(): Promise<void> {
+    return this.link.confirmWrites();
   }
 
   /**
@@ -111,10 +164,13 @@ export class TopicLog {
     return this.link.syncSubscriber();
   }
 
-  /** Where the topic stands now; offset 0 and no epoch when Redis holds no history for it. */
+  /**
+   * Where the topic stands now; offset 0 and no epoch when Redis holds no
+   * history for it, or a stale one (its next publish starts a new epoch).
+   */
   async position(topic: string): Promise<HistoryPosition> {
-    const [epoch, offset] = (await this.link.timed('hmget', this.link.command.hmget(this.keys(topic)[0], 'e', 'o'))) as [string | null, string | null];
-    return epoch === null ? { offset: 0, epoch: null } : { offset: Number(offset), epoch };
+    const seen = await this.positionSeen(topic);
+    return seen === null || seen.isStale ? { offset: 0, epoch: null } : { offset: seen.offset, epoch: seen.epoch };
   }
 
   private keys(topic: string): string[] {

@@ -6,6 +6,27 @@ const m = (offset: number, epoch = 'E'): LoggedMessage => ({ offset, epoch, payl
 const offsets = (messages: readonly LoggedMessage[]): number[] => messages.map((message) => message.offset);
 
 describe(TopicOrder.name, () => {
+  it.each([
+    ['ahead in the same epoch (Redis rolled back)', { offset: 3, epoch: 'E' }, true],
+    ['level with it', { offset: 5, epoch: 'E' }, false],
+    ['behind it (messages on their way)', { offset: 7, epoch: 'E' }, false],
+    ['another epoch', { offset: 1, epoch: 'F' }, false],
+  ])('isAhead of a history position: %s', (_, position, expected) => {
+    const sut = new TopicOrder();
+    sut.startAt('t', { offset: 4, epoch: 'E' });
+    sut.arrive('t', m(5));
+    expect(sut.isAhead('t', position)).toBe(expected);
+    expect(sut.isAhead('other', position)).toBe(false);
+  });
+
+  it('a new epoch after a rollback starts the count again: offset 1 of it is delivered', () => {
+    const sut = new TopicOrder();
+    sut.startAt('t', { offset: 4, epoch: 'E' });
+    expect(offsets(sut.arrive('t', m(5)).ready)).toEqual([5]);
+    expect(offsets(sut.arrive('t', m(1, 'F')).ready)).toEqual([1]);
+    expect(offsets(sut.arrive('t', m(2, 'F')).ready)).toEqual([2]);
+  });
+
   it('delivers in order from where the node started; duplicates are dropped', () => {
     const sut = new TopicOrder();
     sut.startAt('t', { offset: 3, epoch: 'E' });

@@ -70,6 +70,12 @@ export class TopicOrder {
     return { ready: [], fill: { epoch: position.epoch, after: state.last, before: position.offset + 1 } };
   }
 
+  /** Whether this node delivered offsets of `position`'s epoch beyond it (the history was rolled back, SPEC §13.1). */
+  isAhead(topic: string, position: { readonly epoch: string; readonly offset: number }): boolean {
+    const state = this.states.get(topic);
+    return state !== undefined && state.epoch === position.epoch && state.last > position.offset;
+  }
+
   /** This node no longer listens to `topic`. */
   forget(topic: string): void {
     this.states.delete(topic);

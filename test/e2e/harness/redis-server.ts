@@ -1,35 +1,69 @@
 import { ChildProcess, spawn } from 'node:child_process';
+import { mkdtempSync, rmSync } from 'node:fs';
 import * as net from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import Redis from 'ioredis';
 import { within } from './wait';
 
 /**
  * A dedicated `redis-server` on a free port, for tests that kill or restart
- * Redis (the shared one on 6379 is left alone). Nothing is kept on disk, so a
- * restart comes back empty. Stopped by its PID.
+ * Redis (the shared one on 6379 is left alone). Nothing is written to disk
+ * unless the test asks for a snapshot ({@link snapshot}): a restart then
+ * comes back with that snapshot's data (a rollback, SPEC §13.1), else empty.
+ * Stopped by its PID.
  */
 export class RedisServer {
   private child: ChildProcess | null = null;
+  /** Its own folder: the snapshot `dump.rdb` a restart loads. */
+  private readonly dir = mkdtempSync(join(tmpdir(), 'gateway-redis-'));
 
-  private constructor(readonly port: number) {}
+  private constructor(
+    readonly port: number,
+    private readonly extraArgs: readonly string[],
+  ) {
+    process.once('exit', () => rmSync(this.dir, { recursive: true, force: true }));
+  }
 
   get url(): string {
     return `redis://127.0.0.1:${this.port}`;
   }
 
-  static async start(): Promise<RedisServer> {
-    const server = new RedisServer(await freePort());
+  /** `extraArgs`: more `redis-server` options, e.g. `['--replicaof', '127.0.0.1', String(port)]`. */
+  static async start(extraArgs: readonly string[] = []): Promise<RedisServer> {
+    const server = new RedisServer(await freePort(), extraArgs);
     await server.restart();
     return server;
   }
 
   /** Start (again) on the same port and resolve once it answers PING. */
   async restart(ms = 5000): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'];
+    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--dir', this.dir, ...this.extraArgs];
     const child = spawn('redis-server', args, { stdio: 'ignore' });
     this.child = child;
     const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
     await within(Promise.race([this.untilPong(), failed]), `redis-server on port ${this.port} to answer PING`, ms);
+  }
+
+  /**
+   * Write a snapshot now (`SAVE`): a later {@link kill} + {@link restart}
+   * brings Redis back with exactly this data, as a restart from an RDB
+   * snapshot (or a failover to a replica that lagged) does.
+   */
+  async snapshot(): Promise<void> {
+    const client = new Redis(this.url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.save();
+    } finally {
+      client.disconnect();
+    }
+  }
+
+  /** Forget the snapshot: the next restart comes back empty. */
+  dropSnapshot(): void {
+    rmSync(join(this.dir, 'dump.rdb'), { force: true });
   }
 
   /** SIGKILL by PID and wait for the exit. */

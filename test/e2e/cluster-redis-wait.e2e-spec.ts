@@ -1,0 +1,78 @@
+import Redis from 'ioredis';
+import { TestCluster, startTestCluster } from './harness/cluster';
+import { api } from './harness/http';
+import { RedisServer } from './harness/redis-server';
+import { optInProtocols } from './harness/resume';
+import { within } from './harness/wait';
+
+/**
+ * SPEC §13.1 `REDIS_WAIT_REPLICAS` / `REDIS_WAIT_TIMEOUT`: a history publish
+ * and a lattice update are acknowledged (204) only once that many replicas
+ * confirmed them; else 503 `cluster_unavailable`, never 204. A private
+ * primary with one replica (a real `redis-server --replicaof`).
+ */
+describe('cluster: REDIS_WAIT_REPLICAS (SPEC §13.1)', () => {
+  let primary: RedisServer;
+  let replica: RedisServer;
+  let cluster: TestCluster;
+
+  beforeEach(async () => {
+    primary = await RedisServer.start();
+    replica = await RedisServer.start(['--replicaof', '127.0.0.1', String(primary.port)]);
+    await untilReplicaOnline(primary);
+  });
+
+  afterEach(async () => {
+    await cluster?.close();
+    await replica?.kill();
+    await primary?.kill();
+  });
+
+  async function untilReplicaOnline(server: RedisServer): Promise<void> {
+    const probe = new Redis(server.url, { maxRetriesPerRequest: 1 });
+    try {
+      await within(
+        (async () => {
+          while (!/slave0:.*state=online/.test(await probe.info('replication'))) await new Promise((resolve) => setTimeout(resolve, 20));
+        })(),
+        'the replica to be in sync (state=online)',
+        10_000,
+      );
+    } finally {
+      probe.disconnect();
+    }
+  }
+
+  async function startNodes(env: Record<string, string>): Promise<void> {
+    cluster = await startTestCluster(2, { REDIS_URL: primary.url, ...env });
+  }
+
+  const publish = (n: number) => api(cluster.nodes[n % 2].apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
+  const update = (n: number) => api(cluster.nodes[n % 2].apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: n } } });
+
+  it('with the replica in sync, publishes and lattice updates answer 204, and the subscriber gets them', async () => {
+    await startNodes({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT: '2s' });
+    const { client } = await cluster.nodes[0].hello({ query: 'user=ann', protocols: optInProtocols() });
+    const cid = await cluster.nodes[0].connectionIdOf('user=ann');
+    expect((await api(cluster.nodes[1].apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room`)).status).toBe(204);
+    for (let n = 1; n <= 4; n++) expect([n, (await publish(n)).status]).toEqual([n, 204]);
+    for (let n = 1; n <= 4; n++) expect((await client.next())[2]).toEqual({ n });
+    for (let n = 1; n <= 4; n++) expect([n, (await update(n)).status]).toEqual([n, 204]);
+  });
+
+  it('with the replica gone, every history publish and lattice update answers 503 cluster_unavailable after REDIS_WAIT_TIMEOUT, none 204', async () => {
+    await startNodes({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT: '100ms' });
+    await replica.kill();
+    for (let n = 1; n <= 4; n++) {
+      for (const res of [await publish(n), await update(n)]) {
+        expect([n, res.status, (JSON.parse(res.text) as { error: string }).error]).toEqual([n, 503, 'cluster_unavailable']);
+      }
+    }
+  });
+
+  it('REDIS_WAIT_REPLICAS=0 (the default) asks no replica: 204 with the replica gone', async () => {
+    await startNodes({});
+    await replica.kill();
+    for (let n = 1; n <= 2; n++) expect([(await publish(n)).status, (await update(n)).status]).toEqual([204, 204]);
+  });
+});
