@@ -13,8 +13,11 @@ import { LoadUpstream } from './lib/upstream';
  * nodes (dist/main.js) on a private Redis; clients spread over them with a
  * topic, a lattice namespace and presence; publishers and lattice writers
  * through the nodes; a nemesis that, one at a time, SIGKILLs and restarts a
- * node, SIGSTOPs a node past the liveness timeout, restarts Redis empty and
- * pauses Redis. Then SPEC §11's promises are checked.
+ * node, SIGSTOPs a node past the liveness timeout, restarts Redis empty,
+ * restarts Redis from an older snapshot (SPEC §13.1: a rollback; its fault
+ * window starts at the crash: what was acknowledged between the snapshot and
+ * the crash is checked like any calm publish and write) and pauses Redis.
+ * Then SPEC §11's and §13.1's promises are checked.
  */
 const NODES = 3;
 const MEMBERS = sized({ short: 18, full: 60 });
@@ -22,7 +25,7 @@ const LEAVERS = sized({ short: 2, full: 6 });
 const TOPICS = 3;
 const NAMESPACES = 2;
 const KEYS = ['k0', 'k1', 'k2', 'k3'];
-/** Each round runs the four faults once, in a seeded order, on seeded nodes. */
+/** Each round runs the five faults once, in a seeded order, on seeded nodes. */
 const ROUNDS = sized({ short: 1, full: 3 });
 const STEADY_MS = sized({ short: 4000, full: 8000 });
 const PUBLISH_EVERY_MS = 100;
@@ -31,6 +34,12 @@ const WRITE_EVERY_MS = 150;
 /** Past the 10 s liveness timeout plus one 3 s check: the paused node is reaped. */
 const PAUSE_NODE_MS = 14_000;
 const PAUSE_REDIS_MS = 3000;
+/**
+ * SPEC §13.1: acknowledged writes between Redis' snapshot and its crash, which the restart from
+ * that snapshot loses. Longer than SETTLE_MS, so offsets reused after the rollback (the defect of
+ * issue 28: every node dropped them as duplicates) would outlast the fault window.
+ */
+const ROLLBACK_LOSS_MS = 6000;
 /** After a fault's recovery (reconnects, re-assertions, the 3 s liveness tick), before its window closes. */
 const SETTLE_MS = 4000;
 /** A publish acknowledged outside every fault window reaches its subscribers within this. */
@@ -39,7 +48,7 @@ const PRESENCE_MS = 15_000;
 const REQUEST_MS = 30_000;
 const PREFIX = 'faults:';
 
-type FaultKind = 'kill-node' | 'stop-node' | 'restart-redis' | 'pause-redis';
+type FaultKind = 'kill-node' | 'stop-node' | 'restart-redis' | 'pause-redis' | 'rollback-redis';
 interface Fault {
   readonly kind: FaultKind;
   readonly slot: number | null;
@@ -112,7 +121,7 @@ describe('cluster fault injection (issue 17)', () => {
     closeApiSockets();
   });
 
-  it('keeps SPEC §11 promises through node kills and pauses and Redis restarts and pauses', async () => {
+  it('keeps SPEC §11 and §13.1 promises through node kills and pauses and Redis restarts, rollbacks and pauses', async () => {
     const startedAt = Date.now();
     const checks = new Checks();
     const nemesis = rng(SEED);
@@ -274,10 +283,10 @@ describe('cluster fault injection (issue 17)', () => {
     });
 
     // The nemesis: one fault at a time, with steady periods between.
-    const leaveAt = nemesis.int(ROUNDS * 4);
+    const leaveAt = nemesis.int(ROUNDS * 5);
     let faultNumber = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      const kinds: FaultKind[] = ['kill-node', 'stop-node', 'restart-redis', 'pause-redis'];
+      const kinds: FaultKind[] = ['kill-node', 'stop-node', 'restart-redis', 'pause-redis', 'rollback-redis'];
       for (let i = kinds.length - 1; i > 0; i--) {
         const j = nemesis.int(i + 1);
         [kinds[i], kinds[j]] = [kinds[j], kinds[i]];
@@ -292,6 +301,11 @@ describe('cluster fault injection (issue 17)', () => {
           }
         }
         const slot = kind.endsWith('node') ? slots[nemesis.int(NODES)] : null;
+        if (kind === 'rollback-redis') {
+          // Outside the fault window: everything acknowledged from here on must survive the rollback.
+          await redis.snapshot();
+          await hold(ROLLBACK_LOSS_MS);
+        }
         const fault: Fault = { kind, slot: slot?.index ?? null, node: slot?.nodeId ?? null, start: Date.now(), recovered: 0, end: 0 };
         faults.push(fault);
         if (kind === 'kill-node' && slot !== null) {
@@ -311,6 +325,12 @@ describe('cluster fault injection (issue 17)', () => {
           await hold(PAUSE_NODE_MS);
           slot.gateway.kill('SIGCONT');
           slot.state = 'up';
+        } else if (kind === 'rollback-redis') {
+          await redis.kill();
+          await untilEveryNodeSeesRedis(slots, 'down');
+          await redis.restart(); // from the snapshot: what came after it is gone
+          redis.dropSnapshot(); // a later restart-redis comes back empty, as it should
+          await untilEveryNodeSeesRedis(slots);
         } else if (kind === 'restart-redis') {
           await redis.kill();
           await hold(1000);
@@ -404,6 +424,21 @@ describe('cluster fault injection (issue 17)', () => {
     }
     checks.check('every publish outside fault windows reached every subscriber', missed.length === 0 && deliveriesChecked > 0, { missed: missed.slice(0, 10), count: missed.length, checked: deliveriesChecked });
 
+    // SPEC §13.1: after a rollback, once every node is back on Redis, no acknowledged publish is skipped
+    // (until the next fault begins): offsets of the rolled-back epoch must not be handed out again.
+    const afterRollbacks = faults.flatMap((f, i) => (f.kind === 'rollback-redis' ? [{ from: f.recovered, to: faults[i + 1]?.start ?? quietAt }] : []));
+    const skipped: Array<Record<string, unknown>> = [];
+    let rollbackDeliveries = 0;
+    for (const op of publishes) {
+      if (!afterRollbacks.some((w) => op.sentAt >= w.from && op.ackAt + DELIVERY_MS <= w.to)) continue;
+      for (const member of members) {
+        if (member.topic !== op.detail.topic || !member.intervals.some((i) => i.from <= op.sentAt && (i.to === null || i.to >= op.ackAt + DELIVERY_MS))) continue;
+        rollbackDeliveries++;
+        if (!(member.received.get(op.detail.p as number) ?? []).includes(op.detail.s as number)) skipped.push({ member: member.user, ...opView(op) });
+      }
+    }
+    checks.check('every publish acknowledged after a Redis rollback reached every subscriber (SPEC §13.1)', skipped.length === 0 && rollbackDeliveries > 0, { skipped: skipped.slice(0, 10), count: skipped.length, checked: rollbackDeliveries });
+
     // Statuses: 204, or the documented 503s; a refused or unanswered request only to a node that was killed or stopped then.
     const unexpected = ops.filter((op) => {
       const reply = op.reply;
@@ -439,6 +474,7 @@ describe('cluster fault injection (issue 17)', () => {
       publishes: published,
       publishes_acked: publishes.length,
       deliveries_checked: deliveriesChecked,
+      deliveries_checked_after_rollbacks: rollbackDeliveries,
       lattice_writes: writes.length,
       lattice_writes_acked: acked.length,
       lattice_writes_checked: acked.length * (slots.length + 1),
@@ -487,13 +523,13 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   return true;
 }
 
-async function untilEveryNodeSeesRedis(slots: readonly Slot[], ms = 15_000): Promise<void> {
+async function untilEveryNodeSeesRedis(slots: readonly Slot[], state: 'up' | 'down' = 'up', ms = 15_000): Promise<void> {
   const deadline = Date.now() + ms;
   for (const slot of slots) {
     for (;;) {
       const body = (await fetch(slot.gateway.apiUrl + '/health/ready').then((res) => res.json(), () => ({}))) as { info?: { cluster?: { redis?: string } } };
-      if (body.info?.cluster?.redis === 'up') break;
-      if (Date.now() > deadline) throw new Error(`node ${slot.nodeId} did not report redis up within ${ms} ms`);
+      if (body.info?.cluster?.redis === state) break;
+      if (Date.now() > deadline) throw new Error(`node ${slot.nodeId} did not report redis ${state} within ${ms} ms`);
       await hold(50);
     }
   }
