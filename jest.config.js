@@ -14,6 +14,9 @@ module.exports = {
       rootDir: '.',
       testMatch: ['<rootDir>/src/**/*.spec.ts'],
       transform: { '^.+\\.ts$': tsJest },
+      // The broker spec runs on a real Redis: a private redis-server when none answers at TEST_REDIS_URL.
+      globalSetup: '<rootDir>/test/e2e/harness/redis-global-setup.ts',
+      globalTeardown: '<rootDir>/test/e2e/harness/global-teardown.ts',
     },
     {
       displayName: 'client',
@@ -30,7 +33,9 @@ module.exports = {
       transform: { '^.+\\.ts$': tsJest },
       setupFiles: ['reflect-metadata'],
       // Specs that run dist/main.js in a child process need a build of this checkout: made once, here.
+      // And a Redis for the cluster specs: a private redis-server when none answers at TEST_REDIS_URL.
       globalSetup: '<rootDir>/test/e2e/harness/global-setup.ts',
+      globalTeardown: '<rootDir>/test/e2e/harness/global-teardown.ts',
     },
   ],
 };

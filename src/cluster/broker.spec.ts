@@ -8,7 +8,7 @@ import { RedisBroker } from './redis-broker';
 import { RedisLink } from './redis-link';
 import { SessionMovedError } from './session-moved.error';
 
-/** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
+/** Redis of the test run: TEST_REDIS_URL, else 6379 (the jest globalSetup starts a private one when none answers). */
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 /** Two brokers of one cluster ("a" and "b"); on memory both names are the same single node. */

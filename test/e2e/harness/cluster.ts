@@ -1,9 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { FakeUpstream } from './fake-upstream';
 import { TestGateway, startTestGateway } from './gateway';
+import { DEFAULT_TEST_REDIS_URL } from './test-redis';
 
-/** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
-export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
+/** Redis of the test run: TEST_REDIS_URL, else 6379; globalSetup starts a private one when none answers there. */
+export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL;
 
 /** Several in-process nodes of one cluster on one Redis, sharing one fake upstream. */
 export interface TestCluster {

@@ -1,0 +1,69 @@
+import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import * as net from 'node:net';
+
+/** Where the cluster specs look for Redis unless TEST_REDIS_URL says otherwise. */
+export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
+
+/**
+ * The Redis of an e2e run (issue 34: `npm test` on a fresh machine). If
+ * none answers at TEST_REDIS_URL, a private `redis-server` is started on a
+ * free port for the run (nothing kept on disk) and TEST_REDIS_URL points at
+ * it; the run's teardown stops it by PID. Without `redis-server` installed,
+ * the run fails at once with one line saying what to install.
+ */
+export async function ensureTestRedis(): Promise<void> {
+  const url = new URL(process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL);
+  if (await answersPing(url.hostname, Number(url.port || 6379))) return;
+  if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error !== undefined) {
+    throw new Error(`npm test needs Redis: none answers at ${url.host} and redis-server is not installed (Debian: apt-get install redis-server; or set TEST_REDIS_URL)`);
+  }
+  const port = await freePort();
+  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  for (let i = 0; i < 250 && child.exitCode === null; i++) {
+    if (await answersPing('127.0.0.1', port)) {
+      process.env.TEST_REDIS_URL = `redis://127.0.0.1:${port}`;
+      // Jest keeps globalThis from globalSetup to globalTeardown (each project has its own hooks).
+      started().push(child);
+      return;
+    }
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  child.kill('SIGKILL');
+  throw new Error(`npm test: a private redis-server on port ${port} did not answer within 5 s`);
+}
+
+/** Stop every redis-server {@link ensureTestRedis} started in this run (globalTeardown). */
+export function stopTestRedis(): void {
+  for (const child of started().splice(0)) child.kill('SIGKILL');
+}
+
+function started(): ChildProcess[] {
+  const holder = globalThis as { gatewayTestRedis?: ChildProcess[] };
+  return (holder.gatewayTestRedis ??= []);
+}
+
+/** One PING over a raw socket: true on +PONG within 1 s. */
+function answersPing(host: string, port: number): Promise<boolean> {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, host);
+    const done = (ok: boolean): void => {
+      socket.destroy();
+      resolve(ok);
+    };
+    socket.setTimeout(1000, () => done(false));
+    socket.once('error', () => done(false));
+    socket.once('data', (chunk) => done(chunk.toString().startsWith('+PONG')));
+    socket.once('connect', () => socket.write('PING\r\n'));
+  });
+}
+
+function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address() as net.AddressInfo;
+      server.close(() => resolve(port));
+    });
+  });
+}
