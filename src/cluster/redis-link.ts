@@ -11,6 +11,8 @@ export type LinkMessageListener = (channel: string, message: Buffer) => void;
 /** CLUSTER.md: resubscribe after a reconnect in batches of this many channels. */
 const RESUBSCRIBE_BATCH = 512;
 const MAX_RETRY_DELAY_MS = 1000;
+/** REDIS_WAIT_REPLICAS=0: nothing to wait for (one shared promise, nothing allocated per write). */
+const CONFIRMED = Promise.resolve();
 
 /**
  * The two Redis connections of a node (CLUSTER.md "Channels and keys"): one
@@ -227,9 +229,11 @@ export class RedisLink {
    * ClusterUnavailableError (503) when they did not within REDIS_WAIT_TIMEOUT
    * (the write may still exist: the backend retries). At once when 0.
    */
-  async confirmWrites(): Promise<void> {
-    const { replicas, timeoutMs } = this.wait;
-    if (replicas === 0) return;
+  confirmWrites(): Promise<void> {
+    return this.wait.replicas === 0 ? CONFIRMED : this.awaitReplicas(this.wait.replicas, this.wait.timeoutMs);
+  }
+
+  private async awaitReplicas(replicas: number, timeoutMs: number): Promise<void> {
     const confirmed = await this.timed('wait', this.command.wait(replicas, timeoutMs)).catch(() => -1);
     if (confirmed < replicas) throw new ClusterUnavailableError('cluster_unavailable', `the write was not confirmed by ${replicas} Redis replica(s) within ${timeoutMs} ms; retry`);
   }
