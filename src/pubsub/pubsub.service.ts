@@ -8,6 +8,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames';
 import { pathToWire } from '../protocol/identifiers';
 import { isResumeOffered } from '../resume/resume-settings';
+import { replayStart } from './replay-start';
 import { ResumablePositions } from './resumable-positions';
 import { HistoryPosition, TopicHistory } from './topic-history';
 import { TopicIndex } from './topic-index';
@@ -156,7 +157,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   /**
    * SPEC §12.3: for a resumed session, per subscribed topic, the frames
    * published after the client's position (or after the session subscribed),
-   * or the topic as lost. Synchronous, so nothing is published between the
+   * never before its latest subscription ({@link replayStart}), or the topic as lost. Synchronous, so nothing is published between the
    * replay and live traffic (no duplicate, no gap).
    */
   replayPlan(connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): ReplayPlan {
@@ -164,7 +165,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     const topics = this.index.topicsOf(connection);
     if (topics === undefined || this.history === null) return plan;
     for (const topic of topics) {
-      const from = clientPositions.get(topic) ?? this.positions.subscribedAt(connection, topic);
+      const from = replayStart(clientPositions.get(topic), this.positions.subscribedAt(connection, topic));
       const replay = this.history.replayAfter(topic, from);
       if (replay.isLost) plan.lostTopics.push(pathToWire(topic));
       else for (const frame of replay.frames) plan.frames.push(frame);
@@ -183,7 +184,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   private async replayFromLog(log: TopicLog, connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): Promise<ReplayPlan> {
     const plan: ReplayPlan = { lostTopics: [], frames: [], upTo: new Map() };
     const topics = [...(this.index.topicsOf(connection) ?? [])];
-    const froms = topics.map((topic) => clientPositions.get(topic) ?? this.positions.subscribedAt(connection, topic));
+    const froms = topics.map((topic) => replayStart(clientPositions.get(topic), this.positions.subscribedAt(connection, topic)));
     const reads = await Promise.all(topics.map((topic, i) => log.read(topic, froms[i].offset).catch((): typeof UNREADABLE => UNREADABLE)));
     topics.forEach((topic, i) => {
       const read = reads[i];

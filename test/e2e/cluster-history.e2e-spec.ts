@@ -291,6 +291,36 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await expectNothingMore(again);
     });
 
+    it('a low offered position replays only what came after the latest subscription (subscribed late; re-subscribed, resumed on the other node)', async () => {
+      const [a, b] = await start();
+      await publish(b, 't1', 'before-1');
+      await publish(b, 't1', 'before-2');
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`); // at offset 2
+      await publish(b, 't1', 'seen'); // offset 3
+      const epoch = positionOf(await client.next(), 't1')[1];
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(a, 't1', 'after'); // offset 4
+      const { client: again, hello } = await resume(a, 'ann', first.token, { t1: [0, epoch] });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'seen']);
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch }, 'after']);
+      await expectNothingMore(again);
+
+      expect((await api(b.apiUrl, 'DELETE', `/v1/connection/${cid}/subscriptions/t1`)).status).toBe(204);
+      await publish(b, 't1', 'unsubscribed'); // offset 5
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`); // again, at offset 5
+      await dropConnection(again);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'after-again'); // offset 6
+      // On the other node: the subscription position comes from the session record.
+      const { client: last, hello: lastHello } = await resume(b, 'ann', resumeOf(hello).token, { t1: [1, epoch] });
+      expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await last.next()).toEqual(['message', { topic: 't1', offset: 6, epoch }, 'after-again']);
+      await expectNothingMore(last);
+    });
+
     it('publishes racing resumes: every offset exactly once, in order, replayed or live', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '1000' });
       const { client, resume: first, cid } = await optIn(a, 'ann');

@@ -158,6 +158,51 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await expectNothingMore(again);
     });
 
+    it('a low offered position on a topic the session subscribed to late replays only what came after its subscription', async () => {
+      await start();
+      const bob = await optIn('bob');
+      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
+      await publish('t1', 'before-1');
+      await publish('t1', 'before-2');
+      const epoch = positionOf(await bob.client.next(), 't1')[1];
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`); // at offset 2
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 'after'); // offset 3
+      let token = first.token;
+      for (const offered of [0, 1]) {
+        const { client: again, hello } = await resume('ann', token, { t1: [offered, epoch] });
+        expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+        expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'after']);
+        await expectNothingMore(again);
+        token = resumeOf(hello).token;
+        await dropConnection(again);
+        await untilDetached(1);
+      }
+    });
+
+    it('a re-subscription after the backend unsubscribed the session: a low offer replays only what came after the latest subscription', async () => {
+      await start();
+      const bob = await optIn('bob'); // keeps t1's history going while ann is unsubscribed
+      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await publish('t1', 'seen'); // offset 1
+      const seen = positionOf(await client.next(), 't1');
+      await api(t.apiUrl, 'DELETE', `/v1/connection/${cid}/subscriptions/t1`);
+      await publish('t1', 'unsubscribed-1');
+      await publish('t1', 'unsubscribed-2');
+      await put(`/v1/connection/${cid}/subscriptions/t1`); // again, at offset 3
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 'after'); // offset 4
+      const { client: again, hello } = await resume('ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch: seen[1] }, 'after']);
+      await expectNothingMore(again);
+    });
+
     it('an offer with "count_replayed": true gets "replayed": N, the number of missed messages that follow before live traffic', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
