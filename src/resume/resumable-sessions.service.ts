@@ -6,8 +6,9 @@ import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
+import { CLOSE_SESSION_RESUMED, REASON_SERVICE_RESTART, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
+import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
 import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
 import { isSameDigest, newSessionToken, tokenDigest } from './session-token';
@@ -38,6 +39,8 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly windowTimers = new Map<Connection, NodeJS.Timeout>();
   /** Detached sessions' window ends (epoch ms), for their records. */
   private readonly windowEnds = new Map<Connection, number>();
+  /** SPEC §12.2: RESUME_MAX_DETACHED_PER_USER. */
+  private readonly detachedPerUser: DetachedPerUser<Connection>;
   /** Digest → ms at which it is forgotten, oldest first. */
   private readonly ended = new Map<string, number>();
   private readonly results;
@@ -54,6 +57,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     cluster: ClusterContext,
     broker: Broker,
   ) {
+    this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
     this.results = { resumed: metrics.resumes.labels('resumed'), expired: metrics.resumes.labels('expired'), invalid: metrics.resumes.labels('invalid') };
     registry.onRemove((connection) => this.forget(connection));
     if (cluster.link !== null && isResumeOffered(config)) {
@@ -210,6 +214,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
     this.windowEnds.delete(connection);
+    this.detachedPerUser.gone(connection.userId, connection);
     this.results.resumed.inc();
   }
 
@@ -229,6 +234,19 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);
+    this.boundDetached(connection);
+  }
+
+  /**
+   * SPEC §12.2: one detached session more than RESUME_MAX_DETACHED_PER_USER
+   * ends the user's oldest, as its window end would, so one client cannot
+   * fill MAX_CONNECTIONS with sockets it dropped. A drain's detaches are not
+   * counted: the node is going away, and in cluster mode they resume elsewhere.
+   */
+  private boundDetached(connection: Connection): void {
+    if (connection.closedWith?.reason === REASON_SERVICE_RESTART) return;
+    const oldest = this.detachedPerUser.detached(connection.userId!, connection);
+    if (oldest !== null) this.registry.remove(oldest);
   }
 
   onModuleDestroy(): void {
@@ -250,6 +268,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
     this.windowEnds.delete(connection);
+    this.detachedPerUser.gone(connection.userId, connection);
     this.records?.forget(connection.id);
     // Taken over elsewhere: the session goes on, its token was not ended.
     if (!connection.isHandedOver) this.remember(digest);

@@ -544,5 +544,31 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await untilDetached(1);
       await expect(t.connect({ query: 'user=bob' })).rejects.toMatchObject({ status: 503 });
     });
+
+    it('a user dropping sessions in a loop cannot fill MAX_CONNECTIONS: one detached session more than RESUME_MAX_DETACHED_PER_USER ends its oldest', async () => {
+      await start({ MAX_CONNECTIONS: '4', RESUME_MAX_DETACHED_PER_USER: '2' });
+      const tokens: string[] = [];
+      for (let round = 1; round <= 8; round++) {
+        const { client, resume } = await optIn('mal');
+        tokens.push(resume.token);
+        await dropConnection(client);
+        await untilDetached(Math.min(round, 2));
+      }
+      // Others still connect (two detached sessions of mal, two sockets free).
+      const bob = await t.helloAs('bob');
+      const carol = await t.helloAs('carol');
+      await expectNothingMore(bob.client);
+      await expectNothingMore(carol.client);
+      carol.client.socket.close(1000);
+      await carol.client.closed();
+      // The oldest sessions ended as a window end ends them (expired); the last two are still there.
+      const { client: fallback, hello: ended } = await resume('mal', tokens[5]);
+      expect(helloMeta(ended)).toMatchObject({ resumed: false });
+      fallback.socket.close(1000); // the client's goodbye: ended, not detached
+      await fallback.closed();
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      const { hello: kept } = await resume('mal', tokens[7]);
+      expect(helloMeta(kept)).toMatchObject({ resumed: true });
+    });
   });
 });
