@@ -8,6 +8,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames';
 import { pathToWire } from '../protocol/identifiers';
 import { isResumeOffered } from '../resume/resume-settings';
+import { encodeMessageFrame } from './message-frame';
 import { replayStart } from './replay-start';
 import { ResumablePositions } from './resumable-positions';
 import { HistoryPosition, TopicHistory } from './topic-history';
@@ -15,7 +16,6 @@ import { TopicIndex } from './topic-index';
 import { LoggedMessage, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
 import { GapFill, OrderStep, TopicOrder } from './topic-order';
 
-const FRAME_TAIL = Buffer.from(']');
 const RESOLVED = Promise.resolve();
 
 /** SPEC §12.3: what a resumed session gets: the topics it lost, then the frames it missed. */
@@ -71,8 +71,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
       // Messages published while this node's link was down are in the history: fetch them.
       cluster.link.onUp(() => this.catchUp());
     } else if (this.isHistoryOn) {
-      const { historySize, historyTtlMs } = config.resume;
-      const history = (this.history = new TopicHistory(historySize, historyTtlMs));
+      const { historySize, historyTtlMs, topicHistoryMaxBytes, historyMemoryMaxBytes } = config.resume;
+      const limits = { size: historySize, ttlMs: historyTtlMs, topicMaxBytes: topicHistoryMaxBytes, memoryMaxBytes: historyMemoryMaxBytes };
+      const history = (this.history = new TopicHistory(limits));
       this.sweepTimer = setInterval(() => {
         history.sweep(Date.now());
         metrics.topicHistoryMessages.set(history.messageCount);
@@ -275,8 +276,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   private keepInHistory(topic: string, wire: string, payload: Buffer): PositionedFrame | null {
     if (this.history === null || !this.positions.hasSubscribers(topic)) return null;
     const { offset, epoch } = this.history.next(topic, Date.now());
-    const frame = encodeMessageFrame(positionedMessageFrameHead(wire, offset, epoch), payload);
-    this.history.keep(topic, frame);
+    // Its own memory, not a slice of Node's shared pool: a kept 1 KiB message holds ~1 KiB, not an 8 KiB slab (SPEC §12.4).
+    const frame = encodeMessageFrame(positionedMessageFrameHead(wire, offset, epoch), payload, true);
+    this.history.keep(topic, frame, payload.length);
     this.metrics.topicHistoryMessages.set(this.history.messageCount);
     return { frame, topic, offset, epoch };
   }
@@ -374,10 +376,4 @@ function replayOf(read: TopicLogRead, from: HistoryPosition): LoggedMessage[] | 
   const missed = read.offset - from.offset;
   if (missed <= 0) return [];
   return read.messages.length < missed ? null : read.messages;
-}
-
-/** `head` + payload + `]` in one Buffer. */
-function encodeMessageFrame(head: string, payload: Buffer): Buffer {
-  const headBytes = Buffer.from(head);
-  return Buffer.concat([headBytes, payload, FRAME_TAIL], headBytes.length + payload.length + 1);
 }

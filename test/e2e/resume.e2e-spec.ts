@@ -443,6 +443,48 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       expect(metrics.value('gateway_replayed_messages_total')).toBe(1);
     });
 
+    it('TOPIC_HISTORY_MAX_BYTES: missed payloads up to the bound replay; one byte over it and the topic is lost', async () => {
+      await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(1);
+      const half = 'x'.repeat(498); // 500 bytes of JSON
+      await publish('t1', half);
+      await publish('t1', half); // 1000 bytes: at the bound
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect((await again.next())[2]).toBe(half);
+      const seen = positionOf(await again.next(), 't1');
+      await expectNothingMore(again);
+
+      await dropConnection(again);
+      await untilDetached(1);
+      await publish('t1', half);
+      await publish('t1', half);
+      await publish('t1', 1); // 1001 bytes missed: the oldest of them was dropped
+      const { client: last, hello: lastHello } = await resume('ann', resumeOf(hello).token, { t1: seen });
+      expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await expectNothingMore(last);
+    });
+
+    it('HISTORY_MEMORY_MAX_BYTES: over it the oldest messages of the largest history go; a resume that missed them reports that topic lost', async () => {
+      await start({ HISTORY_MEMORY_MAX_BYTES: '2KiB' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/big`);
+      await put(`/v1/connection/${cid}/subscriptions/small`);
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('small', 'kept');
+      // Frames of ~560 bytes: the fourth takes the history over 2 KiB.
+      for (let n = 1; n <= 4; n++) await publish('big', 'x'.repeat(498));
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['big'] });
+      expect(await again.next()).toEqual(['message', { topic: 'small', offset: 1, epoch: expect.any(String) }, 'kept']);
+      await expectNothingMore(again);
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_topic_history_messages')).toBe(4);
+    });
+
     it('a position of another epoch is lost', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
