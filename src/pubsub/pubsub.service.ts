@@ -67,7 +67,8 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.topicsOut = metrics.brokerMessages.labels('out', 'topic');
     this.isHistoryOn = isResumeOffered(config);
     if (this.isHistoryOn && cluster.link !== null) {
-      this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, config.resume.historySize, config.resume.historyTtlMs);
+      const { historySize, historyTtlMs, topicHistoryMaxBytes } = config.resume;
+      this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, historySize, historyTtlMs, topicHistoryMaxBytes);
       // Messages published while this node's link was down are in the history: fetch them.
       cluster.link.onUp(() => this.catchUp());
     } else if (this.isHistoryOn) {
