@@ -11,7 +11,7 @@ import { isDetachedByClose } from './detach-rule';
 import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
 import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
-import { isSameDigest, newSessionToken, tokenDigest } from './session-token';
+import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
 export type ClusterTakeover = { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
@@ -123,7 +123,10 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * there too). Counts a failure.
    */
   async takeOver(token: string, handlerName: string): Promise<ClusterTakeover> {
-    const next = newSessionToken();
+    const connectionId = connectionIdOfToken(token);
+    // Not a token of ours: no session to take over (every token this build issues names its session).
+    if (connectionId === null) return this.failed('invalid');
+    const next = newSessionToken(connectionId);
     let result: Awaited<ReturnType<SessionRecords['takeOver']>>;
     try {
       result = await this.records!.takeOver(tokenDigest(token), handlerName, tokenDigest(next));
@@ -131,11 +134,13 @@ export class ResumableSessionsService implements OnModuleDestroy {
       this.logger.warn({ msg: 'resume lookup failed', error: (err as Error).message });
       result = { ok: false, result: 'invalid' };
     }
-    if (!result.ok) {
-      this.countFailure(result.result);
-      return { ok: false };
-    }
+    if (!result.ok) return this.failed(result.result);
     return { ok: true, record: result.record, token: next };
+  }
+
+  private failed(result: 'expired' | 'invalid'): ClusterTakeover {
+    this.countFailure(result);
+    return { ok: false };
   }
 
   /** Cluster mode: `connection` (re)takes the session with the token its takeover issued. */
@@ -182,7 +187,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
 
   /** A new single-use token for `connection`; the previous one is void (SPEC §12.1). */
   issueToken(connection: Connection): string {
-    const token = newSessionToken();
+    const token = newSessionToken(connection.id);
     const digest = tokenDigest(token);
     const previous = this.digestOf.get(connection);
     if (previous !== undefined) this.byDigest.delete(previous);
