@@ -3,7 +3,7 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocol, resumeProtocols } from './harness/resume';
-import { Frame, PROTOCOL, WsClient } from './harness/ws-client';
+import { Frame, HandshakeRefused, PROTOCOL, WsClient } from './harness/ws-client';
 
 /** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
 describe('resumable sessions (SPEC §12, one node)', () => {
@@ -585,6 +585,31 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await dropConnection(client);
       await untilDetached(1);
       await expect(t.connect({ query: 'user=bob' })).rejects.toMatchObject({ status: 503 });
+    });
+
+    it('a session resumed in a loop: the 11th resume within 10 s gets HTTP 429 with Retry-After, before any upgrade or authorization', async () => {
+      await start();
+      const { client: firstClient, resume: first } = await optIn('ann');
+      const other = await optIn('bob');
+      let [client, token] = [firstClient, first.token];
+      for (let round = 1; round <= 10; round++) {
+        const resumed = await resume('ann', token);
+        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true });
+        [client, token] = [resumed.client, resumeOf(resumed.hello).token];
+      }
+      const auths = authRequests();
+      const refused = await t.connect({ query: 'user=ann-resume', protocols: resumeProtocols(token) }).then(
+        () => null,
+        (err: HandshakeRefused) => err,
+      );
+      expect(refused).toBeInstanceOf(HandshakeRefused);
+      expect(refused).toMatchObject({ status: 429, body: 'too many resumes of this session\n' });
+      expect(Number(refused!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(refused!.headers['retry-after'])).toBeLessThanOrEqual(10);
+      expect(authRequests()).toBe(auths);
+      // The session's live socket was not disturbed; another session resumes as usual.
+      await expectNothingMore(client);
+      expect(helloMeta((await resume('bob', other.resume.token)).hello)).toMatchObject({ resumed: true });
     });
 
     it('a user dropping sessions in a loop cannot fill MAX_CONNECTIONS: one detached session more than RESUME_MAX_DETACHED_PER_USER ends its oldest', async () => {
