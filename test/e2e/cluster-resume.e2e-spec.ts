@@ -233,6 +233,22 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       await expectNothingMore(client);
     });
 
+    it('RESUME_MAX_DETACHED_PER_USER: the oldest detached session ended by one more cannot be resumed on another node either', async () => {
+      await start({ RESUME_MAX_DETACHED_PER_USER: '1' });
+      const older = await optIn(a, c.upstream, 'mal');
+      const newer = await optIn(a, c.upstream, 'mal');
+      await dropConnection(older.client);
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+      await dropConnection(newer.client);
+      await untilMetric(a.apiUrl, 'gateway_resumes_total{result="resumed"}', (v) => v === 0);
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+      const ended = await resume(b, 'mal', older.resume.token);
+      expect(helloMeta(ended.hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(b.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      const kept = await resume(b, 'mal', newer.resume.token);
+      expect(helloMeta(kept.hello)).toMatchObject({ resumed: true, lost: [] });
+    });
+
     it('a session resumed in a loop across nodes gets 10 resumes in 10 s in all, not per node: then HTTP 429 with Retry-After on any node', async () => {
       await start();
       const { resume: first, cid } = await optIn(a, c.upstream, 'ann');
