@@ -619,6 +619,8 @@ describe('resumable sessions (SPEC §12, one node)', () => {
         const { client, resume } = await optIn('mal');
         tokens.push(resume.token);
         await dropConnection(client);
+        // No socket left: the drop was handled (and the oldest ended in the same step).
+        await untilMetric(t.apiUrl, 'gateway_connections', (v) => v === 0);
         await untilDetached(Math.min(round, 2));
       }
       // Others still connect (two detached sessions of mal, two sockets free).
