@@ -159,8 +159,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   /**
    * SPEC §12.3: for a resumed session, per subscribed topic, the frames
    * published after the client's position (or after the session subscribed),
-   * never before its latest subscription ({@link replayStart}), or the topic as lost. Synchronous, so nothing is published between the
-   * replay and live traffic (no duplicate, no gap).
+   * never before its latest subscription ({@link replayStart}), or the topic
+   * as lost. Synchronous, so nothing is published between the replay and
+   * live traffic (no duplicate, no gap).
    */
   replayPlan(connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): ReplayPlan {
     const plan: ReplayPlan = { lostTopics: [], frames: [], upTo: new Map() };
