@@ -26,6 +26,7 @@ const NOT_FOUND = new BackendApiError(404);
  *    keeps it as its socket's request in progress (answerInFlight);
  * 2. SPEC §1 [ext]: with BACKEND_API_TOKEN set, `Authorization: Bearer <token>`
  *    is required (constant-time compare): 401 before 404, 400 and 413;
+ *    only a request that passes gets a tracing span (issue 35);
  * 3. SPEC §5: an empty path part is a 404 (Express routes are not strict, so
  *    `/v1/connection/<cid>/users/` would otherwise reach endpoint 7).
  * One function, not three Nest middlewares: each of those is a router layer
@@ -70,8 +71,9 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
     res.setHeader(this.requestIdHeader, requestIdOf(req.headers[this.requestIdHeader]));
     trackInFlight(req.socket, res);
     res.on('finish', this.onFinish);
-    if (this.tracer.isEnabled) this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
+    // After the token check: a refused caller gets no span, so it cannot write into a trace of its choosing.
+    if (this.tracer.isEnabled) this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
     const path = req.path;
     if (path.includes('//') || path.endsWith('/')) return writeApiError(res, NOT_FOUND);
     next();

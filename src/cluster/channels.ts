@@ -110,6 +110,11 @@ export class ClusterNames {
   get orphanSessions(): string {
     return `${this.prefix}ro`;
   }
+
+  /** A session's resume count in the current 10 s window (SPEC §12.2): INCR, expiring with the window. */
+  resumeRate(connectionId: string): string {
+    return `${this.prefix}rr:${connectionId}`;
+  }
 }
 
 const ORIGIN_END = 0x7c; // '|'

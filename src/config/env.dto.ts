@@ -65,6 +65,12 @@ export class EnvDto {
   @Expose() @IsWholeNumber(0) TOPIC_HISTORY_SIZE: string = '100';
   /** Must not be below RESUME_WINDOW (checked by the loader). */
   @Expose() @IsDuration() TOPIC_HISTORY_TTL: string = '2m';
+  /** SPEC §12.4: payload bytes kept per topic (the oldest messages go first). */
+  @Expose() @IsByteSize() TOPIC_HISTORY_MAX_BYTES: string = '1MiB';
+  /** SPEC §12.4: one node's whole in-memory history (the oldest messages of the largest histories go first). */
+  @Expose() @IsByteSize() HISTORY_MEMORY_MAX_BYTES: string = '256MiB';
+  /** SPEC §12.2: detached sessions one user may hold per node; one more ends that user's oldest. */
+  @Expose() @IsWholeNumber(1) RESUME_MAX_DETACHED_PER_USER: string = '16';
   /** Unset = a random 12-character id. */
   @Expose() @IsOptional() @IsNodeId() NODE_ID?: string;
 

@@ -115,7 +115,7 @@ export interface SessionTimings {
   readonly shouldNotifyInactive: boolean;
 }
 
-/** SPEC §12 (RESUME_WINDOW, TOPIC_HISTORY_SIZE, TOPIC_HISTORY_TTL). */
+/** SPEC §12 (RESUME_WINDOW, TOPIC_HISTORY_*, HISTORY_MEMORY_MAX_BYTES, RESUME_MAX_DETACHED_PER_USER). */
 export interface ResumeSettings {
   /** How long a dropped resumable session waits for its client; 0 = resumable sessions off. */
   readonly windowMs: number;
@@ -123,6 +123,12 @@ export interface ResumeSettings {
   readonly historySize: number;
   /** How long a topic's history is kept after its last publish; at least windowMs. */
   readonly historyTtlMs: number;
+  /** TOPIC_HISTORY_MAX_BYTES: payload bytes kept per topic; the oldest messages go first. */
+  readonly topicHistoryMaxBytes: number;
+  /** HISTORY_MEMORY_MAX_BYTES: one node's whole in-memory history (single node only). */
+  readonly historyMemoryMaxBytes: number;
+  /** RESUME_MAX_DETACHED_PER_USER: detached sessions one user may hold on this node. */
+  readonly maxDetachedPerUser: number;
 }
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';

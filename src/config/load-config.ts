@@ -240,7 +240,14 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
     redisPrefix: env.REDIS_PREFIX,
     latticeRetentionMs: ms(env.LATTICE_RETENTION),
     redisWait: { replicas: whole(env.REDIS_WAIT_REPLICAS), timeoutMs: ms(env.REDIS_WAIT_TIMEOUT) },
-    resume: { windowMs: ms(env.RESUME_WINDOW), historySize: whole(env.TOPIC_HISTORY_SIZE), historyTtlMs: ms(env.TOPIC_HISTORY_TTL) },
+    resume: {
+      windowMs: ms(env.RESUME_WINDOW),
+      historySize: whole(env.TOPIC_HISTORY_SIZE),
+      historyTtlMs: ms(env.TOPIC_HISTORY_TTL),
+      topicHistoryMaxBytes: bytes(env.TOPIC_HISTORY_MAX_BYTES),
+      historyMemoryMaxBytes: bytes(env.HISTORY_MEMORY_MAX_BYTES),
+      maxDetachedPerUser: whole(env.RESUME_MAX_DETACHED_PER_USER),
+    },
     log: { level: env.LOG_LEVEL.toLowerCase() as LogLevel, format: env.LOG_FORMAT.toLowerCase() as LogFormat },
   };
 }

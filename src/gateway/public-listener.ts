@@ -5,9 +5,12 @@ import { ServerOptions, WebSocketServer } from 'ws';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { gatewaySocketClass } from './gateway-socket';
-import { LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
+import { HandshakeDecision, LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
 import { answerConnect, canAnswerRaw, clientErrorStatus, endWithStatus, listenerServerOptions } from './listener-guards';
+import { ResumeRequest } from './resume-offer';
+import { ResumeRate } from '../resume/resume-rate';
 import { isResumeOffered } from '../resume/resume-settings';
+import { connectionIdOfToken } from '../resume/session-token';
 
 /** Express (or any) request handler that serves the health routes. */
 export type HealthRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -34,6 +37,7 @@ export class PublicListener {
   constructor(
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
+    private readonly resumeRate: ResumeRate,
   ) {
     this.handlersByPath = new Map(config.handlers.map((h) => [h.path, h]));
     this.isResumeOffered = isResumeOffered(config);
@@ -112,11 +116,44 @@ export class PublicListener {
       maxConnections: this.config.limits.maxConnections,
       isResumeOffered: this.isResumeOffered,
     });
-    if (!decision.ok) {
-      if (Logger.isLevelEnabled('debug')) this.logger.debug({ msg: 'handshake refused', status: decision.status, path: req.url?.split('?')[0] });
-      return rejectSocket(socket, decision.status, decision.text);
-    }
+    if (!decision.ok) return this.refuse(req, socket, decision.status, decision.text);
+    const waitMs = this.resumeWaitMs(decision.resume);
+    if (waitMs === 0) return this.upgrade(req, socket, head, decision);
+    if (typeof waitMs === 'number') return this.refuseResume(req, socket, waitMs);
+    void waitMs.then((ms) => this.upgradeCounted(req, socket, head, decision, ms));
+  }
+
+  /**
+   * SPEC §12.2: a resume counts against its session's 10 in 10 s (the
+   * session as its token names it; unverified, so nothing else is decided
+   * here). 0: go on; else the ms until it may. A promise in cluster mode.
+   */
+  private resumeWaitMs(resume: ResumeRequest): number | Promise<number> {
+    if (resume.kind !== 'resume') return 0;
+    const connectionId = connectionIdOfToken(resume.offer.token);
+    return connectionId === null ? 0 : this.resumeRate.admit(connectionId);
+  }
+
+  /** Cluster mode, once Redis counted the resume: the checks that may have changed meanwhile, then the upgrade. */
+  private upgradeCounted(req: http.IncomingMessage, socket: Socket, head: Buffer, decision: HandshakeDecision & { ok: true }, waitMs: number): void {
+    if (socket.destroyed) return;
+    if (waitMs > 0) return this.refuseResume(req, socket, waitMs);
+    if (!this.isAccepting) return rejectSocket(socket, 503, 'shutting down');
+    if (this.registry.size >= this.config.limits.maxConnections) return this.refuse(req, socket, 503, 'connection limit reached');
+    this.upgrade(req, socket, head, decision);
+  }
+
+  private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer, decision: HandshakeDecision & { ok: true }): void {
     this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, decision.handler, decision.resume));
+  }
+
+  private refuseResume(req: http.IncomingMessage, socket: Socket, waitMs: number): void {
+    this.refuse(req, socket, 429, 'too many resumes of this session', `Retry-After: ${Math.ceil(waitMs / 1000)}\r\n`);
+  }
+
+  private refuse(req: http.IncomingMessage, socket: Socket, status: number, text: string, headers = ''): void {
+    if (Logger.isLevelEnabled('debug')) this.logger.debug({ msg: 'handshake refused', status, path: req.url?.split('?')[0] });
+    rejectSocket(socket, status, text, headers);
   }
 }
 
@@ -124,11 +161,12 @@ function destroySocket(this: Socket): void {
   this.destroy();
 }
 
-function rejectSocket(socket: Socket, status: number, text: string): void {
+/** `headers`: more header lines, each ending in CRLF. */
+function rejectSocket(socket: Socket, status: number, text: string, headers = ''): void {
   if (!canAnswerRaw(socket)) return void socket.destroy();
   const body = text + '\n';
   socket.end(
-    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\nContent-Type: text/plain; charset=utf-8\r\n` +
+    `HTTP/1.1 ${status} ${http.STATUS_CODES[status]}\r\nConnection: close\r\n${headers}Content-Type: text/plain; charset=utf-8\r\n` +
       `Content-Length: ${Buffer.byteLength(body)}\r\n\r\n${body}`,
   );
 }

@@ -5,7 +5,7 @@ export const RESUME_SUBPROTOCOL = 'gateway-resume';
 const RESUME_PREFIX = RESUME_SUBPROTOCOL + '.';
 /** SPEC §12.1: a longer offer is not read. */
 export const MAX_RESUME_OFFER_BYTES = 8192;
-/** Tokens we issue are 32 characters; anything far longer is not one of ours. */
+/** Tokens we issue are at most 87 characters (32 random, then the connection id); anything far longer is not one of ours. */
 const MAX_TOKEN_LENGTH = 128;
 const MAX_EPOCH_LENGTH = 64;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;

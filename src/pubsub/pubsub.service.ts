@@ -8,13 +8,14 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames';
 import { pathToWire } from '../protocol/identifiers';
 import { isResumeOffered } from '../resume/resume-settings';
+import { encodeMessageFrame } from './message-frame';
+import { replayStart } from './replay-start';
 import { ResumablePositions } from './resumable-positions';
 import { HistoryPosition, TopicHistory } from './topic-history';
 import { TopicIndex } from './topic-index';
 import { LoggedMessage, STALE, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
 import { GapFill, OrderStep, TopicOrder } from './topic-order';
 
-const FRAME_TAIL = Buffer.from(']');
 const RESOLVED = Promise.resolve();
 
 /** SPEC §12.3: what a resumed session gets: the topics it lost, then the frames it missed. */
@@ -66,12 +67,14 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.topicsOut = metrics.brokerMessages.labels('out', 'topic');
     this.isHistoryOn = isResumeOffered(config);
     if (this.isHistoryOn && cluster.link !== null) {
-      this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, config.resume.historySize, config.resume.historyTtlMs);
+      const { historySize, historyTtlMs, topicHistoryMaxBytes } = config.resume;
+      this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, historySize, historyTtlMs, topicHistoryMaxBytes);
       // Messages published while this node's link was down are in the history: fetch them.
       cluster.link.onUp(() => this.catchUp());
     } else if (this.isHistoryOn) {
-      const { historySize, historyTtlMs } = config.resume;
-      const history = (this.history = new TopicHistory(historySize, historyTtlMs));
+      const { historySize, historyTtlMs, topicHistoryMaxBytes, historyMemoryMaxBytes } = config.resume;
+      const limits = { size: historySize, ttlMs: historyTtlMs, topicMaxBytes: topicHistoryMaxBytes, memoryMaxBytes: historyMemoryMaxBytes };
+      const history = (this.history = new TopicHistory(limits));
       this.sweepTimer = setInterval(() => {
         history.sweep(Date.now());
         metrics.topicHistoryMessages.set(history.messageCount);
@@ -156,15 +159,16 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   /**
    * SPEC §12.3: for a resumed session, per subscribed topic, the frames
    * published after the client's position (or after the session subscribed),
-   * or the topic as lost. Synchronous, so nothing is published between the
-   * replay and live traffic (no duplicate, no gap).
+   * never before its latest subscription ({@link replayStart}), or the topic
+   * as lost. Synchronous, so nothing is published between the replay and
+   * live traffic (no duplicate, no gap).
    */
   replayPlan(connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): ReplayPlan {
     const plan: ReplayPlan = { lostTopics: [], frames: [], upTo: new Map() };
     const topics = this.index.topicsOf(connection);
     if (topics === undefined || this.history === null) return plan;
     for (const topic of topics) {
-      const from = clientPositions.get(topic) ?? this.positions.subscribedAt(connection, topic);
+      const from = replayStart(clientPositions.get(topic), this.positions.subscribedAt(connection, topic));
       const replay = this.history.replayAfter(topic, from);
       if (replay.isLost) plan.lostTopics.push(pathToWire(topic));
       else for (const frame of replay.frames) plan.frames.push(frame);
@@ -183,7 +187,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   private async replayFromLog(log: TopicLog, connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): Promise<ReplayPlan> {
     const plan: ReplayPlan = { lostTopics: [], frames: [], upTo: new Map() };
     const topics = [...(this.index.topicsOf(connection) ?? [])];
-    const froms = topics.map((topic) => clientPositions.get(topic) ?? this.positions.subscribedAt(connection, topic));
+    const froms = topics.map((topic) => replayStart(clientPositions.get(topic), this.positions.subscribedAt(connection, topic)));
     const reads = await Promise.all(topics.map((topic, i) => log.read(topic, froms[i].offset).catch((): typeof UNREADABLE => UNREADABLE)));
     topics.forEach((topic, i) => {
       const read = reads[i];
@@ -291,8 +295,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   private keepInHistory(topic: string, wire: string, payload: Buffer): PositionedFrame | null {
     if (this.history === null || !this.positions.hasSubscribers(topic)) return null;
     const { offset, epoch } = this.history.next(topic, Date.now());
-    const frame = encodeMessageFrame(positionedMessageFrameHead(wire, offset, epoch), payload);
-    this.history.keep(topic, frame);
+    // Its own memory, not a slice of Node's shared pool: a kept 1 KiB message holds ~1 KiB, not an 8 KiB slab (SPEC §12.4).
+    const frame = encodeMessageFrame(positionedMessageFrameHead(wire, offset, epoch), payload, true);
+    this.history.keep(topic, frame, payload.length);
     this.metrics.topicHistoryMessages.set(this.history.messageCount);
     return { frame, topic, offset, epoch };
   }
@@ -395,10 +400,4 @@ function replayOf(read: TopicLogRead, from: HistoryPosition): LoggedMessage[] | 
   if (missed < 0) return null;
   if (missed === 0) return [];
   return read.messages.length < missed ? null : read.messages;
-}
-
-/** `head` + payload + `]` in one Buffer. */
-function encodeMessageFrame(head: string, payload: Buffer): Buffer {
-  const headBytes = Buffer.from(head);
-  return Buffer.concat([headBytes, payload, FRAME_TAIL], headBytes.length + payload.length + 1);
 }

@@ -30,24 +30,36 @@ export interface LogPosition {
 }
 
 // KEYS: position hash, stream. ARGV: origin head, payload, history size, ttl ms, fresh epoch, channel,
-// Redis instance. A missing hash is a new history instance (first publish, expired, or Redis lost it),
-// and so is one written under another Redis instance (SPEC §13.1: Redis restarted or failed over and
-// may have rolled back, so its offsets may have been handed out already): a new epoch, and whatever
-// stream is left of the older instance goes. TOPIC_HISTORY_SIZE=0: no stream, offsets still advance.
-// The message goes to the topic channel in the same step, so every node sees the offsets in the
-// order the history stores them.
+// Redis instance, history max bytes. A missing hash is a new history instance (first publish, expired,
+// or Redis lost it), and so is one written under another Redis instance (SPEC §13.1: Redis restarted
+// or failed over and may have rolled back, so its offsets may have been handed out already): a new
+// epoch, and whatever stream is left of the older instance goes. TOPIC_HISTORY_SIZE=0: no stream,
+// offsets still advance. The stream keeps at most TOPIC_HISTORY_SIZE entries and TOPIC_HISTORY_MAX_BYTES
+// of payload (hash field 'b'), the oldest going first. The message goes to the topic channel in the
+// same step, so every node sees the offsets in the order the history stores them.
 const APPEND = `
-local m = redis.call('HMGET', KEYS[1], 'e', 'r')
+local m = redis.call('HMGET', KEYS[1], 'e', 'b', 'r')
 local e = m[1]
-if not e or m[2] ~= ARGV[7] then
+if not e or m[3] ~= ARGV[7] then
   e = ARGV[5]
+  m[2] = nil
   redis.call('DEL', KEYS[1], KEYS[2])
   redis.call('HSET', KEYS[1], 'e', e, 'r', ARGV[7])
 end
 local o = redis.call('HINCRBY', KEYS[1], 'o', 1)
 redis.call('PEXPIRE', KEYS[1], ARGV[4])
-if tonumber(ARGV[3]) > 0 then
-  redis.call('XADD', KEYS[2], 'MAXLEN', ARGV[3], o .. '-0', 'p', ARGV[2])
+local size = tonumber(ARGV[3])
+if size > 0 then
+  redis.call('XADD', KEYS[2], o .. '-0', 'p', ARGV[2])
+  local b, n = tonumber(m[2] or '0') + #ARGV[2], redis.call('XLEN', KEYS[2])
+  while n > 0 and (n > size or b > tonumber(ARGV[8])) do
+    local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+    b = b - #oldest[2][2]
+    redis.call('XDEL', KEYS[2], oldest[1])
+    n = n - 1
+  end
+  if n == 0 then b = 0 end
+  redis.call('HSET', KEYS[1], 'b', b)
   redis.call('PEXPIRE', KEYS[2], ARGV[4])
 end
 redis.call('PUBLISH', ARGV[6], ARGV[1] .. '#' .. o .. ' ' .. e .. ' ' .. ARGV[2])
@@ -79,8 +91,9 @@ type Script = (keys: readonly string[], args: readonly (string | number | Buffer
 
 /**
  * Cluster topic history (SPEC §12.4, docs/cluster.md "Topic history"): per
- * topic a stream `th` of the last TOPIC_HISTORY_SIZE messages under ids
- * `<offset>-0` and a hash `tp` `{o: last offset, e: epoch}`, both expiring
+ * topic a stream `th` of the last TOPIC_HISTORY_SIZE messages (at most
+ * TOPIC_HISTORY_MAX_BYTES of payload) under ids `<offset>-0` and a hash `tp`
+ * `{o: last offset, e: epoch, b: payload bytes in the stream}`, both expiring
  * TOPIC_HISTORY_TTL after the last publish. One script appends and publishes
  * `#<offset> <epoch> <payload>` on the topic channel: one round trip per
  * publish. The memory side of one node is {@link TopicHistory}.
@@ -96,6 +109,7 @@ export class TopicLog {
     nodeId: string,
     private readonly size: number,
     private readonly ttlMs: number,
+    private readonly maxBytes: number,
   ) {
     this.appendScript = link.script('gatewayTopicAppend', 2, APPEND);
     this.readScript = link.script('gatewayTopicRead', 2, READ);
@@ -109,7 +123,7 @@ export class TopicLog {
    */
   async append(topic: string, payload: Buffer): Promise<LoggedMessage> {
     if (!this.link.isUp) throw NOT_APPENDED;
-    const args = [this.head, payload, this.size, this.ttlMs, newEpoch(), this.names.channel('t', topic), this.link.instance];
+    const args = [this.head, payload, this.size, this.ttlMs, newEpoch(), this.names.channel('t', topic), this.link.instance, this.maxBytes];
     const [epoch, offset] = (await this.appendScript(this.keys(topic), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number];
     return { offset, epoch, payload };
   }

@@ -6,11 +6,12 @@ import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
+import { CLOSE_SESSION_RESUMED, REASON_SERVICE_RESTART, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
+import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
 import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
-import { isSameDigest, newSessionToken, tokenDigest } from './session-token';
+import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
 export type ClusterTakeover = { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
@@ -38,6 +39,8 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly windowTimers = new Map<Connection, NodeJS.Timeout>();
   /** Detached sessions' window ends (epoch ms), for their records. */
   private readonly windowEnds = new Map<Connection, number>();
+  /** SPEC §12.2: RESUME_MAX_DETACHED_PER_USER. */
+  private readonly detachedPerUser: DetachedPerUser<Connection>;
   /** Digest → ms at which it is forgotten, oldest first. */
   private readonly ended = new Map<string, number>();
   private readonly results;
@@ -54,6 +57,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     cluster: ClusterContext,
     broker: Broker,
   ) {
+    this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
     this.results = { resumed: metrics.resumes.labels('resumed'), expired: metrics.resumes.labels('expired'), invalid: metrics.resumes.labels('invalid') };
     registry.onRemove((connection) => this.forget(connection));
     if (cluster.link !== null && isResumeOffered(config)) {
@@ -119,7 +123,10 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * there too). Counts a failure.
    */
   async takeOver(token: string, handlerName: string): Promise<ClusterTakeover> {
-    const next = newSessionToken();
+    const connectionId = connectionIdOfToken(token);
+    // Not a token of ours: no session to take over (every token this build issues names its session).
+    if (connectionId === null) return this.failed('invalid');
+    const next = newSessionToken(connectionId);
     let result: Awaited<ReturnType<SessionRecords['takeOver']>>;
     try {
       result = await this.records!.takeOver(tokenDigest(token), handlerName, tokenDigest(next));
@@ -127,11 +134,13 @@ export class ResumableSessionsService implements OnModuleDestroy {
       this.logger.warn({ msg: 'resume lookup failed', error: (err as Error).message });
       result = { ok: false, result: 'invalid' };
     }
-    if (!result.ok) {
-      this.countFailure(result.result);
-      return { ok: false };
-    }
+    if (!result.ok) return this.failed(result.result);
     return { ok: true, record: result.record, token: next };
+  }
+
+  private failed(result: 'expired' | 'invalid'): ClusterTakeover {
+    this.countFailure(result);
+    return { ok: false };
   }
 
   /** Cluster mode: `connection` (re)takes the session with the token its takeover issued. */
@@ -178,7 +187,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
 
   /** A new single-use token for `connection`; the previous one is void (SPEC §12.1). */
   issueToken(connection: Connection): string {
-    const token = newSessionToken();
+    const token = newSessionToken(connection.id);
     const digest = tokenDigest(token);
     const previous = this.digestOf.get(connection);
     if (previous !== undefined) this.byDigest.delete(previous);
@@ -210,6 +219,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
     this.windowEnds.delete(connection);
+    this.detachedPerUser.gone(connection.userId, connection);
     this.results.resumed.inc();
   }
 
@@ -229,6 +239,19 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);
+    this.boundDetached(connection);
+  }
+
+  /**
+   * SPEC §12.2: one detached session more than RESUME_MAX_DETACHED_PER_USER
+   * ends the user's oldest, as its window end would, so one client cannot
+   * fill MAX_CONNECTIONS with sockets it dropped. A drain's detaches are not
+   * counted: the node is going away, and in cluster mode they resume elsewhere.
+   */
+  private boundDetached(connection: Connection): void {
+    if (connection.closedWith?.reason === REASON_SERVICE_RESTART) return;
+    const oldest = this.detachedPerUser.detached(connection.userId!, connection);
+    if (oldest !== null) this.registry.remove(oldest);
   }
 
   onModuleDestroy(): void {
@@ -250,6 +273,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (timer !== undefined) clearTimeout(timer);
     this.windowTimers.delete(connection);
     this.windowEnds.delete(connection);
+    this.detachedPerUser.gone(connection.userId, connection);
     this.records?.forget(connection.id);
     // Taken over elsewhere: the session goes on, its token was not ended.
     if (!connection.isHandedOver) this.remember(digest);

@@ -141,6 +141,49 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       }
     });
 
+    it('TOPIC_HISTORY_MAX_BYTES: the stream keeps the payload bytes at the bound exactly, counted in the position hash; the oldest go beyond it', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
+      const half = JSON.stringify('x'.repeat(498)); // 500 bytes
+      await publish(a, 'x/y', 'x'.repeat(498));
+      await publish(b, 'x/y', 'x'.repeat(498));
+      const [stream] = await keys('th:*');
+      const [position] = await keys('tp:*');
+      expect((await redis.xrange(stream, '-', '+')).map(([id, fields]) => [id, fields[1]])).toEqual([['1-0', half], ['2-0', half]]);
+      expect(await redis.hget(position, 'b')).toBe('1000');
+      await publish(a, 'x/y', 1);
+      expect((await redis.xrange(stream, '-', '+')).map(([id]) => id)).toEqual(['2-0', '3-0']);
+      expect(await redis.hget(position, 'b')).toBe('501');
+      await publish(b, 'x/y', 'x'.repeat(1000)); // over the bound by itself: not kept, and nothing older either
+      expect(await redis.xlen(stream)).toBe(0);
+      expect(await redis.hget(position, 'b')).toBe('0');
+      expect(await redis.hget(position, 'o')).toBe('4');
+    });
+
+    it('TOPIC_HISTORY_MAX_BYTES: missed payloads up to the bound replay; one byte over it and the topic is lost', async () => {
+      const [a, b] = await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      const half = 'x'.repeat(498); // 500 bytes of JSON
+      await publish(b, 't1', half);
+      await publish(a, 't1', half); // 1000 bytes: at the bound
+      const { client: again, hello } = await resume(a, 'ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect((await again.next())[2]).toBe(half);
+      const seen = positionOf(await again.next(), 't1');
+      await expectNothingMore(again);
+
+      await dropConnection(again);
+      await untilDetached(a, 1);
+      await publish(b, 't1', half);
+      await publish(b, 't1', half);
+      await publish(a, 't1', 1); // 1001 bytes missed: the oldest of them was dropped
+      const { client: last, hello: lastHello } = await resume(a, 'ann', resumeOf(hello).token, { t1: seen });
+      expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await expectNothingMore(last);
+    });
+
     it('TOPIC_HISTORY_SIZE=0 keeps no stream, but offsets still advance', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
       const onA = await optIn(a, 'ann');
@@ -291,6 +334,36 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await expectNothingMore(again);
     });
 
+    it('a low offered position replays only what came after the latest subscription (subscribed late; re-subscribed, resumed on the other node)', async () => {
+      const [a, b] = await start();
+      await publish(b, 't1', 'before-1');
+      await publish(b, 't1', 'before-2');
+      const { client, resume: first, cid } = await optIn(a, 'ann');
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`); // at offset 2
+      await publish(b, 't1', 'seen'); // offset 3
+      const epoch = positionOf(await client.next(), 't1')[1];
+      await dropConnection(client);
+      await untilDetached(a, 1);
+      await publish(a, 't1', 'after'); // offset 4
+      const { client: again, hello } = await resume(a, 'ann', first.token, { t1: [0, epoch] });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'seen']);
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch }, 'after']);
+      await expectNothingMore(again);
+
+      expect((await api(b.apiUrl, 'DELETE', `/v1/connection/${cid}/subscriptions/t1`)).status).toBe(204);
+      await publish(b, 't1', 'unsubscribed'); // offset 5
+      await put(b, `/v1/connection/${cid}/subscriptions/t1`); // again, at offset 5
+      await dropConnection(again);
+      await untilDetached(a, 1);
+      await publish(b, 't1', 'after-again'); // offset 6
+      // On the other node: the subscription position comes from the session record.
+      const { client: last, hello: lastHello } = await resume(b, 'ann', resumeOf(hello).token, { t1: [1, epoch] });
+      expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await last.next()).toEqual(['message', { topic: 't1', offset: 6, epoch }, 'after-again']);
+      await expectNothingMore(last);
+    });
+
     it('publishes racing resumes: every offset exactly once, in order, replayed or live', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '1000' });
       const { client, resume: first, cid } = await optIn(a, 'ann');
@@ -314,8 +387,8 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
         }),
       );
       // Resume again and again while they publish. Each round reads past every offset the replay
-      // could have covered (at most `done` + the publishes in flight when the hello came), then a
-      // few live ones, then drops the socket.
+      // could have covered (at most `done` + the publishes in flight when the hello came), then
+      // about 60 live ones (so about 8 rounds: SPEC §12.2 allows 10 resumes in 10 s), then drops the socket.
       const offsets: number[] = [];
       let token = first.token;
       let resumes = 0;
@@ -324,7 +397,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
         expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
         token = resumeOf(hello).token;
         resumes++;
-        const until = Math.min(last, from + done + publishers.length + 3);
+        const until = Math.min(last, from + done + publishers.length + 60);
         while (position[0] < until) {
           position = positionOf(await again.next(5000), 'race');
           offsets.push(position[0]);

@@ -8,7 +8,7 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
-import { Frame, WsClient } from './harness/ws-client';
+import { Frame, HandshakeRefused, WsClient } from './harness/ws-client';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
 interface Node {
@@ -231,6 +231,58 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       }
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
       await expectNothingMore(client);
+    });
+
+    it('RESUME_MAX_DETACHED_PER_USER: the oldest detached session ended by one more cannot be resumed on another node either', async () => {
+      await start({ RESUME_MAX_DETACHED_PER_USER: '1' });
+      const older = await optIn(a, c.upstream, 'mal');
+      const newer = await optIn(a, c.upstream, 'mal');
+      await dropConnection(older.client);
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+      await dropConnection(newer.client);
+      // The older one ends as its window end would: its record goes from Redis.
+      const redis = new Redis(TEST_REDIS_URL);
+      try {
+        await untilRedisHas(redis, async (r) => (await r.exists(`${c.prefix}rs:${older.cid}`)) === 0, 'the older session\'s record gone');
+      } finally {
+        redis.disconnect();
+      }
+      await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+      const ended = await resume(b, 'mal', older.resume.token);
+      expect(helloMeta(ended.hello)).toMatchObject({ resumed: false });
+      expect((await scrapeMetrics(b.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      const kept = await resume(b, 'mal', newer.resume.token);
+      expect(helloMeta(kept.hello)).toMatchObject({ resumed: true, lost: [] });
+    });
+
+    it('a session resumed in a loop across nodes gets 10 resumes in 10 s in all, not per node: then HTTP 429 with Retry-After on any node', async () => {
+      await start();
+      const { resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      let token = first.token;
+      for (let round = 0; round < 10; round++) {
+        const resumed = await resume(round % 2 === 0 ? b : a, 'ann', token);
+        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true });
+        token = resumed.resume.token;
+      }
+      const auths = authRequests(c.upstream);
+      for (const node of [a, b, x]) {
+        const refused = await WsClient.connect(node.wsUrl, { query: 'user=ann-resume', protocols: resumeProtocols(token) }).then(
+          () => null,
+          (err: HandshakeRefused) => err,
+        );
+        expect(refused).toMatchObject({ status: 429 });
+        expect(Number(refused!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+        expect(Number(refused!.headers['retry-after'])).toBeLessThanOrEqual(10);
+      }
+      expect(authRequests(c.upstream)).toBe(auths);
+      // One small key of the session, gone with its window.
+      const redis = new Redis(TEST_REDIS_URL);
+      try {
+        expect(await redis.get(`${c.prefix}rr:${cid}`)).toBe('13');
+        expect(await redis.pttl(`${c.prefix}rr:${cid}`)).toBeLessThanOrEqual(10_000);
+      } finally {
+        redis.disconnect();
+      }
     });
 
     it('a used token and an expired token fall back to a normal connect with resumed: false; the ended record is gone', async () => {

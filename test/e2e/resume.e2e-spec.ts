@@ -3,7 +3,7 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocol, resumeProtocols } from './harness/resume';
-import { Frame, PROTOCOL, WsClient } from './harness/ws-client';
+import { Frame, HandshakeRefused, PROTOCOL, WsClient } from './harness/ws-client';
 
 /** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
 describe('resumable sessions (SPEC §12, one node)', () => {
@@ -155,6 +155,51 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 'after']);
+      await expectNothingMore(again);
+    });
+
+    it('a low offered position on a topic the session subscribed to late replays only what came after its subscription', async () => {
+      await start();
+      const bob = await optIn('bob');
+      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
+      await publish('t1', 'before-1');
+      await publish('t1', 'before-2');
+      const epoch = positionOf(await bob.client.next(), 't1')[1];
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`); // at offset 2
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 'after'); // offset 3
+      let token = first.token;
+      for (const offered of [0, 1]) {
+        const { client: again, hello } = await resume('ann', token, { t1: [offered, epoch] });
+        expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+        expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'after']);
+        await expectNothingMore(again);
+        token = resumeOf(hello).token;
+        await dropConnection(again);
+        await untilDetached(1);
+      }
+    });
+
+    it('a re-subscription after the backend unsubscribed the session: a low offer replays only what came after the latest subscription', async () => {
+      await start();
+      const bob = await optIn('bob'); // keeps t1's history going while ann is unsubscribed
+      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await publish('t1', 'seen'); // offset 1
+      const seen = positionOf(await client.next(), 't1');
+      await api(t.apiUrl, 'DELETE', `/v1/connection/${cid}/subscriptions/t1`);
+      await publish('t1', 'unsubscribed-1');
+      await publish('t1', 'unsubscribed-2');
+      await put(`/v1/connection/${cid}/subscriptions/t1`); // again, at offset 3
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('t1', 'after'); // offset 4
+      const { client: again, hello } = await resume('ann', first.token, { t1: seen });
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch: seen[1] }, 'after']);
       await expectNothingMore(again);
     });
 
@@ -398,6 +443,48 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       expect(metrics.value('gateway_replayed_messages_total')).toBe(1);
     });
 
+    it('TOPIC_HISTORY_MAX_BYTES: missed payloads up to the bound replay; one byte over it and the topic is lost', async () => {
+      await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await dropConnection(client);
+      await untilDetached(1);
+      const half = 'x'.repeat(498); // 500 bytes of JSON
+      await publish('t1', half);
+      await publish('t1', half); // 1000 bytes: at the bound
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
+      expect((await again.next())[2]).toBe(half);
+      const seen = positionOf(await again.next(), 't1');
+      await expectNothingMore(again);
+
+      await dropConnection(again);
+      await untilDetached(1);
+      await publish('t1', half);
+      await publish('t1', half);
+      await publish('t1', 1); // 1001 bytes missed: the oldest of them was dropped
+      const { client: last, hello: lastHello } = await resume('ann', resumeOf(hello).token, { t1: seen });
+      expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: ['t1'] });
+      await expectNothingMore(last);
+    });
+
+    it('HISTORY_MEMORY_MAX_BYTES: over it the oldest messages of the largest history go; a resume that missed them reports that topic lost', async () => {
+      await start({ HISTORY_MEMORY_MAX_BYTES: '2KiB' });
+      const { client, resume: first, cid } = await optIn('ann');
+      await put(`/v1/connection/${cid}/subscriptions/big`);
+      await put(`/v1/connection/${cid}/subscriptions/small`);
+      await dropConnection(client);
+      await untilDetached(1);
+      await publish('small', 'kept');
+      // Frames of ~560 bytes: the fourth takes the history over 2 KiB.
+      for (let n = 1; n <= 4; n++) await publish('big', 'x'.repeat(498));
+      const { client: again, hello } = await resume('ann', first.token);
+      expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['big'] });
+      expect(await again.next()).toEqual(['message', { topic: 'small', offset: 1, epoch: expect.any(String) }, 'kept']);
+      await expectNothingMore(again);
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_topic_history_messages')).toBe(4);
+    });
+
     it('a position of another epoch is lost', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
@@ -498,6 +585,59 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await dropConnection(client);
       await untilDetached(1);
       await expect(t.connect({ query: 'user=bob' })).rejects.toMatchObject({ status: 503 });
+    });
+
+    it('a session resumed in a loop: the 11th resume within 10 s gets HTTP 429 with Retry-After, before any upgrade or authorization', async () => {
+      await start();
+      const { client: firstClient, resume: first } = await optIn('ann');
+      const other = await optIn('bob');
+      let [client, token] = [firstClient, first.token];
+      for (let round = 1; round <= 10; round++) {
+        const resumed = await resume('ann', token);
+        expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true });
+        [client, token] = [resumed.client, resumeOf(resumed.hello).token];
+      }
+      const auths = authRequests();
+      const refused = await t.connect({ query: 'user=ann-resume', protocols: resumeProtocols(token) }).then(
+        () => null,
+        (err: HandshakeRefused) => err,
+      );
+      expect(refused).toBeInstanceOf(HandshakeRefused);
+      expect(refused).toMatchObject({ status: 429, body: 'too many resumes of this session\n' });
+      expect(Number(refused!.headers['retry-after'])).toBeGreaterThanOrEqual(1);
+      expect(Number(refused!.headers['retry-after'])).toBeLessThanOrEqual(10);
+      expect(authRequests()).toBe(auths);
+      // The session's live socket was not disturbed; another session resumes as usual.
+      await expectNothingMore(client);
+      expect(helloMeta((await resume('bob', other.resume.token)).hello)).toMatchObject({ resumed: true });
+    });
+
+    it('a user dropping sessions in a loop cannot fill MAX_CONNECTIONS: one detached session more than RESUME_MAX_DETACHED_PER_USER ends its oldest', async () => {
+      await start({ MAX_CONNECTIONS: '4', RESUME_MAX_DETACHED_PER_USER: '2' });
+      const tokens: string[] = [];
+      for (let round = 1; round <= 8; round++) {
+        const { client, resume } = await optIn('mal');
+        tokens.push(resume.token);
+        await dropConnection(client);
+        // No socket left: the drop was handled (and the oldest ended in the same step).
+        await untilMetric(t.apiUrl, 'gateway_connections', (v) => v === 0);
+        await untilDetached(Math.min(round, 2));
+      }
+      // Others still connect (two detached sessions of mal, two sockets free).
+      const bob = await t.helloAs('bob');
+      const carol = await t.helloAs('carol');
+      await expectNothingMore(bob.client);
+      await expectNothingMore(carol.client);
+      carol.client.socket.close(1000);
+      await carol.client.closed();
+      // The oldest sessions ended as a window end ends them (expired); the last two are still there.
+      const { client: fallback, hello: ended } = await resume('mal', tokens[5]);
+      expect(helloMeta(ended)).toMatchObject({ resumed: false });
+      fallback.socket.close(1000); // the client's goodbye: ended, not detached
+      await fallback.closed();
+      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      const { hello: kept } = await resume('mal', tokens[7]);
+      expect(helloMeta(kept)).toMatchObject({ resumed: true });
     });
   });
 });

@@ -118,6 +118,39 @@ describe('tracing on (OTEL_EXPORTER_OTLP_ENDPOINT set)', () => {
   });
 });
 
+describe('tracing on, with BACKEND_API_TOKEN', () => {
+  const TOKEN = 'a-backend-token-of-32-characters';
+  let receiver: OtlpReceiver;
+  let upstream: FakeUpstream;
+  let gw: ChildGateway;
+
+  beforeEach(async () => {
+    receiver = await OtlpReceiver.start();
+    upstream = await FakeUpstream.start();
+    gw = await ChildGateway.start({ UPSTREAM_URL: upstream.url, BACKEND_API_TOKEN: TOKEN, OTEL_EXPORTER_OTLP_ENDPOINT: receiver.url, OTEL_BSP_SCHEDULE_DELAY: '50' });
+  });
+  afterEach(async () => {
+    await gw.stop();
+    await upstream.close();
+    await receiver.close();
+  });
+
+  it.each([
+    ['no Authorization header', {}],
+    ['a wrong token', { authorization: 'Bearer not-the-backend-token-at-all' }],
+  ])('a /v1 request refused by the token check (%s) exports no span, not even in the caller\'s trace', async (_, credentials: Record<string, string>) => {
+    const refusedTrace = '4bf92f3577b34da6a3ce929d0e0e4736';
+    const refused = await api(gw.apiUrl, 'POST', '/v1/publish/room/1', { n: 1 }, { ...credentials, traceparent: `00-${refusedTrace}-00f067aa0ba902b7-01` });
+    expect(refused.status).toBe(401);
+    // Barrier: spans are exported in the order they end, so the refused one would come first.
+    const allowedTrace = '0af7651916cd43dd8448eb211c80319c';
+    const allowed = await api(gw.apiUrl, 'POST', '/v1/publish/room/1', { n: 2 }, { authorization: `Bearer ${TOKEN}`, traceparent: `00-${allowedTrace}-b7ad6b7169203331-01` });
+    expect(allowed.status).toBe(204);
+    await receiver.span((s) => s.traceId === allowedTrace, 'the span of the allowed request');
+    expect(receiver.spans.filter((s) => s.traceId === refusedTrace || s.attributes['http.response.status_code'] === 401)).toEqual([]);
+  });
+});
+
 describe('tracing off (no OTEL endpoint)', () => {
   let gw: TestGateway;
   beforeEach(async () => (gw = await startTestGateway()));

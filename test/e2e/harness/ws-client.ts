@@ -1,4 +1,4 @@
-import type { IncomingMessage } from 'node:http';
+import type { IncomingHttpHeaders, IncomingMessage } from 'node:http';
 import WebSocket from 'ws';
 import { within } from './wait';
 
@@ -71,7 +71,7 @@ export class WsClient {
         socket.once('unexpected-response', (_req, res: IncomingMessage) => {
           let body = '';
           res.on('data', (c: Buffer) => (body += c.toString()));
-          res.on('end', () => reject(new HandshakeRefused(res.statusCode ?? 0, body)));
+          res.on('end', () => reject(new HandshakeRefused(res.statusCode ?? 0, body, res.headers)));
         });
         socket.once('error', (err) => reject(err));
       }),
@@ -151,6 +151,7 @@ export class HandshakeRefused extends Error {
   constructor(
     readonly status: number,
     readonly body: string,
+    readonly headers: IncomingHttpHeaders = {},
   ) {
     super(`handshake refused with ${status}: ${body}`);
   }

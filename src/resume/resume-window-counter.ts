@@ -1,0 +1,42 @@
+import { RESUMES_PER_WINDOW, RESUME_RATE_WINDOW_MS } from './resume-rate';
+
+interface Window {
+  count: number;
+  readonly endsAt: number;
+}
+
+/**
+ * Fixed-window counts of resumes per session (one node): every attempt in a
+ * window counts, refused ones too, and the window runs from its first. Pure;
+ * time is passed in. Windows all last as long, so the oldest comes first in
+ * the map and expired ones are dropped from its front: O(1) amortised.
+ */
+export class ResumeWindowCounter {
+  private readonly windows = new Map<string, Window>();
+
+  constructor(
+    private readonly maxPerWindow = RESUMES_PER_WINDOW,
+    private readonly windowMs = RESUME_RATE_WINDOW_MS,
+  ) {}
+
+  /** Count a resume of `sessionId`: 0 when it may go on, else the ms until its window ends. */
+  hit(sessionId: string, nowMs: number): number {
+    this.dropExpired(nowMs);
+    let window = this.windows.get(sessionId);
+    if (window === undefined) this.windows.set(sessionId, (window = { count: 0, endsAt: nowMs + this.windowMs }));
+    window.count++;
+    return window.count <= this.maxPerWindow ? 0 : window.endsAt - nowMs;
+  }
+
+  /** Sessions with a window open (for tests of the bound on memory). */
+  get size(): number {
+    return this.windows.size;
+  }
+
+  private dropExpired(nowMs: number): void {
+    for (const [sessionId, window] of this.windows) {
+      if (window.endsAt > nowMs) return;
+      this.windows.delete(sessionId);
+    }
+  }
+}
