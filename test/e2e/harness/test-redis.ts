@@ -1,5 +1,6 @@
 import { ChildProcess, spawn, spawnSync } from 'node:child_process';
 import * as net from 'node:net';
+import { freePort } from './redis-server';
 
 /** Where the cluster specs look for Redis unless TEST_REDIS_URL says otherwise. */
 export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -54,16 +55,5 @@ function answersPing(host: string, port: number): Promise<boolean> {
     socket.once('error', () => done(false));
     socket.once('data', (chunk) => done(chunk.toString().startsWith('+PONG')));
     socket.once('connect', () => socket.write('PING\r\n'));
-  });
-}
-
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
   });
 }
