@@ -68,7 +68,8 @@ export class RedisServer {
   }
 }
 
-function freePort(): Promise<number> {
+/** A port nothing listens on now (127.0.0.1). */
+export function freePort(): Promise<number> {
   return new Promise((resolve, reject) => {
     const server = net.createServer();
     server.once('error', reject);
