@@ -74,6 +74,13 @@ function leftUntil(deadline: number): number {
   return Math.max(1, deadline - Date.now());
 }
 
+/**
+ * SPEC §13.2 with real processes: a primary, a replica and three sentinels
+ * (harness/redis-sentinel.ts), two `dist/main.js` nodes on the
+ * `redis+sentinel://` URL. The forced-loss variant (the replica cut off with
+ * `RedisSentinel.cutReplica()` before the kill, with and without
+ * REDIS_WAIT_REPLICAS) is §13.1's and lives with the rollback specs.
+ */
 describe('cluster on a Sentinel-managed Redis: the primary is SIGKILLed (SPEC §13.2)', () => {
   let sentinel: RedisSentinel;
   let upstream: FakeUpstream;
