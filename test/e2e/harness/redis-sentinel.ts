@@ -1,11 +1,9 @@
-import { ChildProcess, spawn } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import Redis from 'ioredis';
+import { pollPause, RedisProcess, redisCommand, redisInfo, redisRole, untilTrue } from './redis-process';
 import { freePort } from './redis-server';
 import { TcpProxy } from './tcp-proxy';
-import { within } from './wait';
 
 const HOST = '127.0.0.1';
 const SENTINEL_COUNT = 3;
@@ -143,13 +141,13 @@ export class RedisSentinel {
 
   /** Names of the clients connected to the data node on `port` (CLIENT LIST), or null when it does not answer. */
   async clientNamesOn(port: number): Promise<string[] | null> {
-    const list = await command(port, ['CLIENT', 'LIST']);
+    const list = await redisCommand(port, ['CLIENT', 'LIST']);
     return typeof list === 'string' ? [...list.matchAll(/ name=(\S*)/g)].map((m) => m[1]).filter((name) => name !== '') : null;
   }
 
   /** ROLE of the data node on `port` (`master`, `slave`), or null when it does not answer. */
   roleOn(port: number): Promise<string | null> {
-    return roleOf(port);
+    return redisRole(port);
   }
 
   /**
@@ -165,21 +163,21 @@ export class RedisSentinel {
       answers = await Promise.all(this.sentinels.map((s) => masterPortOf(s.port, this.masterName)));
       if (promotedAt === null && answers.some((port) => port !== null && port !== formerPort)) promotedAt = Date.now();
       const port = answers[0];
-      if (port !== null && port !== formerPort && answers.every((p) => p === port) && (await roleOf(port)) === 'master') {
+      if (port !== null && port !== formerPort && answers.every((p) => p === port) && (await redisRole(port)) === 'master') {
         this.primaryPort = port;
         return { port, promotedAt: promotedAt ?? Date.now() };
       }
       if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for the sentinels to promote a new primary (former ${formerPort}); they name ${JSON.stringify(answers)}`);
-      await pause(50);
+      await pollPause(50);
     }
   }
 
   /** Resolves once the replica has applied every write the primary had when this was called. */
   async untilReplicaCaughtUp(ms = 5000): Promise<void> {
-    const target = replicationOffset(await infoOf(this.primaryPort, 'replication'), 'master_repl_offset');
+    const target = replicationOffset(await redisInfo(this.primaryPort, 'replication'), 'master_repl_offset');
     if (target < 0) throw new Error(`the primary on ${this.primaryPort} reports no replication offset`);
     const replica = this.replicaPort();
-    await untilTrue(async () => replicationOffset(await infoOf(replica, 'replication'), 'slave_repl_offset') >= target, `the replica on ${replica} to reach offset ${target}`, ms);
+    await untilTrue(async () => replicationOffset(await redisInfo(replica, 'replication'), 'slave_repl_offset') >= target, `the replica on ${replica} to reach offset ${target}`, ms);
   }
 
   /**
@@ -192,7 +190,7 @@ export class RedisSentinel {
     this.link.isCut = true;
     this.replicaLink.cutConnections();
     const replica = this.replicaPort();
-    await untilTrue(async () => /master_link_status:down/.test(await infoOf(replica, 'replication')), `the replica on ${replica} to report its link down`, ms);
+    await untilTrue(async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')), `the replica on ${replica} to report its link down`, ms);
   }
 
   /** Let the replica connect to its primary again; resolves once its sync is online. */
@@ -217,7 +215,7 @@ export class RedisSentinel {
   private async untilReplicaOnline(ms: number): Promise<void> {
     const replica = this.replicaPort();
     await untilTrue(async () => {
-      const [own, primary] = await Promise.all([infoOf(replica, 'replication'), infoOf(this.primaryPort, 'replication')]);
+      const [own, primary] = await Promise.all([redisInfo(replica, 'replication'), redisInfo(this.primaryPort, 'replication')]);
       return /master_link_status:up/.test(own) && new RegExp(`slave\\d+:ip=[^,]+,port=${replica},state=online`).test(primary);
     }, `the replica on ${replica} to be in sync with the primary on ${this.primaryPort}`, ms);
   }
@@ -263,77 +261,18 @@ async function dataNode(dir: string, args: readonly string[]): Promise<RedisProc
   return new RedisProcess(port, [...args, '--dir', own]);
 }
 
-/** One `redis-server` process on a fixed port, started (again) with the same arguments and killed by PID. */
-class RedisProcess {
-  private child: ChildProcess | null = null;
-
-  constructor(
-    readonly port: number,
-    private readonly args: readonly string[],
-  ) {}
-
-  async start(ms = 5000): Promise<void> {
-    const child = spawn('redis-server', [...this.args, '--port', String(this.port)], { stdio: 'ignore' });
-    this.child = child;
-    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
-    await within(Promise.race([untilTrue(async () => (await command(this.port, ['PING'])) === 'PONG', 'PING', ms), failed]), `redis-server on port ${this.port} to answer PING`, ms);
-  }
-
-  pause(): void {
-    this.child?.kill('SIGSTOP');
-  }
-
-  resume(): void {
-    this.child?.kill('SIGCONT');
-  }
-
-  /** SIGKILL (also ends a paused process) and wait for the exit. */
-  async kill(): Promise<void> {
-    const child = this.child;
-    this.child = null;
-    if (child === null || child.exitCode !== null || child.signalCode !== null) return;
-    const exited = new Promise((resolve) => child.once('exit', resolve));
-    child.kill('SIGKILL');
-    await within(exited, `redis-server on port ${this.port} to exit`, 5000);
-  }
-}
-
-/** One command on a short-lived connection; null when the node does not answer. */
-async function command(port: number, args: readonly string[]): Promise<unknown> {
-  const client = new Redis({ host: HOST, port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, enableReadyCheck: false });
-  client.on('error', () => undefined);
-  try {
-    await client.connect();
-    return await client.call(args[0], ...args.slice(1));
-  } catch {
-    return null;
-  } finally {
-    client.disconnect();
-  }
-}
-
-async function infoOf(port: number, section: string): Promise<string> {
-  const reply = await command(port, ['INFO', section]);
-  return typeof reply === 'string' ? reply : '';
-}
-
 function replicationOffset(info: string, field: string): number {
   const match = new RegExp(`^${field}:(\\d+)`, 'm').exec(info);
   return match === null ? -1 : Number(match[1]);
 }
 
-async function roleOf(port: number): Promise<string | null> {
-  const reply = await command(port, ['ROLE']);
-  return Array.isArray(reply) ? String(reply[0]) : null;
-}
-
 async function masterPortOf(sentinelPort: number, name: string): Promise<number | null> {
-  const reply = await command(sentinelPort, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
+  const reply = await redisCommand(sentinelPort, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
   return Array.isArray(reply) ? Number(reply[1]) : null;
 }
 
 async function sentinelView(sentinelPort: number, name: string): Promise<{ otherSentinels: number; replicas: number }> {
-  const [master, replicas] = await Promise.all([command(sentinelPort, ['SENTINEL', 'MASTER', name]), command(sentinelPort, ['SENTINEL', 'REPLICAS', name])]);
+  const [master, replicas] = await Promise.all([redisCommand(sentinelPort, ['SENTINEL', 'MASTER', name]), redisCommand(sentinelPort, ['SENTINEL', 'REPLICAS', name])]);
   const fieldsOf = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map(String) : []);
   const field = (fields: string[], key: string): string | undefined => (fields.includes(key) ? fields[fields.indexOf(key) + 1] : undefined);
   // A replica the sentinels could promote: seen up, in sync with its primary.
@@ -341,17 +280,3 @@ async function sentinelView(sentinelPort: number, name: string): Promise<{ other
   return { otherSentinels: Number(field(fieldsOf(master), 'num-other-sentinels') ?? NaN), replicas: healthy.length };
 }
 
-/** Poll `check` until it resolves true; reject after `ms` naming `what`. */
-async function untilTrue(check: () => Promise<boolean>, what: string, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check()) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await pause(20);
-  }
-}
-
-/** The poll interval of a bounded wait (not a synchronisation: every caller re-checks a condition). */
-function pause(ms: number): Promise<void> {
-  return new Promise((resolve) => setTimeout(resolve, ms));
-}
