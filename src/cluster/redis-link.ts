@@ -3,6 +3,8 @@ import Redis, { RedisOptions } from 'ioredis';
 import { RedisWait } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
+import { PrimaryWatch } from './primary-watch';
+import { createRedisClient, redisTargetOf } from './redis-client';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -27,6 +29,8 @@ const CONFIRMED = Promise.resolve();
 export class RedisLink {
   readonly command: Redis;
   private readonly subscriber: Redis;
+  /** SPEC §13.2: with Sentinel, both connections stay on the current primary. */
+  private readonly primary: PrimaryWatch;
   private readonly logger = new Logger(RedisLink.name);
   private readonly channels = new Set<string>();
   private readonly upListeners: LinkUpListener[] = [];
@@ -64,8 +68,10 @@ export class RedisLink {
       retryStrategy: (attempt) => Math.min(50 * 2 ** Math.min(attempt, 5), MAX_RETRY_DELAY_MS),
       connectionName: `gateway:${nodeId}`,
     };
-    this.command = new Redis(url, options);
-    this.subscriber = new Redis(url, options);
+    const target = redisTargetOf(url);
+    this.command = createRedisClient(target, options);
+    this.subscriber = createRedisClient(target, options);
+    this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);
     for (const [role, client] of [['command', this.command], ['subscriber', this.subscriber]] as const) {
       client.on('ready', () => this.onReady());
       client.on('close', () => this.onDown(role));
@@ -165,10 +171,13 @@ export class RedisLink {
    * failover and receive nothing. When it has heard nothing for `idleMs`,
    * publish a probe on `channel` (one this node listens to, whose handler
    * ignores it); no message within `timeoutMs` → reconnect the subscriber,
-   * which resubscribes everything.
+   * which resubscribes everything. With Sentinel, each tick also checks that
+   * both connections are on the current primary (SPEC §13.2).
    */
   startProbe(channel: string, idleMs: number, timeoutMs: number): void {
     const tick = (): void => {
+      // Also while down: a resync can hang on a connection left on a silent former primary.
+      void this.primary.check(timeoutMs);
       if (!this.isUpNow) return;
       const now = Date.now();
       if (this.probeSentAt !== null) {

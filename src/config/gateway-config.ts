@@ -25,7 +25,7 @@ export abstract class GatewayConfig {
   abstract readonly allowedOrigins: ReadonlySet<string> | null;
   abstract readonly pingIntervalMs: number;
   abstract readonly shutdownGraceMs: number;
-  /** REDIS_URL; null = single node. */
+  /** REDIS_URL (`redis://`, `rediss://` or a Sentinel URL, config/redis-url.ts); null = single node. */
   abstract readonly redisUrl: string | null;
   /** REDIS_PREFIX: of every Redis key and channel (SPEC §11). */
   abstract readonly redisPrefix: string;

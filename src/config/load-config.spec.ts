@@ -56,7 +56,7 @@ const ENV_ROWS: EnvRow[] = [
   { key: 'ALLOWED_ORIGINS', read: (c) => c.allowedOrigins, byDefault: null, valid: ' https://a.test, ,http://b.test:8080 ', parsed: new Set(['https://a.test', 'http://b.test:8080']), invalid: 'https://a.test/', message: 'ALLOWED_ORIGINS: "https://a.test/" is not an origin (form: "https://host[:port]", no path or trailing slash; or "*" for any)' },
   { key: 'PING_INTERVAL', read: (c) => c.pingIntervalMs, byDefault: 10_000, valid: '2m', parsed: 120_000, invalid: '10', message: 'PING_INTERVAL: "10" is not a duration (examples: "30s", "2m")' },
   { key: 'SHUTDOWN_GRACE', read: (c) => c.shutdownGraceMs, byDefault: 10_000, valid: '0s', parsed: 0, invalid: 'soon', message: 'SHUTDOWN_GRACE: "soon" is not a duration (examples: "30s", "2m")' },
-  { key: 'REDIS_URL', read: (c) => c.redisUrl, byDefault: null, valid: 'rediss://cache.test:6380', parsed: 'rediss://cache.test:6380', invalid: 'http://user:hunter2@cache.test', message: 'REDIS_URL: <redacted> is not a redis:// or rediss:// URL' },
+  { key: 'REDIS_URL', read: (c) => c.redisUrl, byDefault: null, valid: 'rediss://cache.test:6380', parsed: 'rediss://cache.test:6380', invalid: 'http://user:hunter2@cache.test', message: 'REDIS_URL: the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://' },
   { key: 'REDIS_PREFIX', read: (c) => c.redisPrefix, byDefault: 'gateway:', valid: 'acme:chat.1-', parsed: 'acme:chat.1-', invalid: 'a{b}', message: 'REDIS_PREFIX: "a{b}" is not a Redis prefix (1 to 64 of A-Z, a-z, 0-9, ":", "_", ".", "-")' },
   { key: 'LATTICE_RETENTION', read: (c) => c.latticeRetentionMs, byDefault: 86_400_000, valid: '90 minutes', parsed: 5_400_000, invalid: 'forever', message: 'LATTICE_RETENTION: "forever" is not a duration (examples: "30s", "2m")' },
   { key: 'RESUME_WINDOW', read: (c) => c.resume.windowMs, byDefault: 30_000, valid: '0', parsed: 0, invalid: 'a while', message: 'RESUME_WINDOW: "a while" is not a duration (examples: "30s", "2m")' },
@@ -153,6 +153,22 @@ describe(loadConfig.name, () => {
       })();
       expect(error).toBeInstanceOf(ConfigError);
       expect(String((error as Error).message)).not.toMatch(/top secret|pw@db/);
+    });
+  });
+
+  describe('REDIS_URL forms (SPEC §13.2)', () => {
+    it('takes a Sentinel URL as given', () => {
+      const url = 'rediss+sentinel://gw:pw@s1.test:26379,s2.test:26379/prod?sentinel_password=spw';
+      expect(loadConfig({ ...BASE, REDIS_URL: url }).redisUrl).toBe(url);
+    });
+
+    it('names the wrong part of a Sentinel URL on one line, without its secrets', () => {
+      expect(problemsOf({ ...BASE, REDIS_URL: 'redis+sentinel://gw:hunter2@s1.test:26379,s2.test:0/prod' })).toEqual([
+        'REDIS_URL: redis+sentinel:// URL: sentinel address "s2.test:0" is not host:port (a host name or IP address, [IPv6], port 1 to 65535)',
+      ]);
+      expect(problemsOf({ ...BASE, REDIS_URL: 'redis+sentinel://gw:hunter2@s1.test:26379' })).toEqual([
+        'REDIS_URL: redis+sentinel:// URL: no master name (expected .../<master-name> after the sentinel addresses)',
+      ]);
     });
   });
 

@@ -1,6 +1,7 @@
 import { isIP } from 'node:net';
 import { getMetadataStorage, registerDecorator, ValidationError, ValidationOptions } from 'class-validator';
 import { parseDurationMs } from './duration';
+import { parseRedisUrl } from './redis-url';
 
 export { parseDurationMs };
 import { closestName } from './setting-typos';
@@ -156,12 +157,9 @@ export const checkHttpUrl: Check = (value) => {
   return hasExtras ? `${VALUE} must not hold credentials, a query or a fragment` : null;
 };
 
-export const checkRedisUrl: Check = (value) => {
-  const url = tryUrl(value);
-  return url && (url.protocol === 'redis:' || url.protocol === 'rediss:')
-    ? null
-    : `${VALUE} is not a redis:// or rediss:// URL`;
-};
+/** SPEC §11, §13.2: `redis://`, `rediss://`, `redis+sentinel://`, `rediss+sentinel://` (config/redis-url.ts). */
+export const checkRedisUrl: Check = (value) =>
+  typeof value === 'string' ? parseRedisUrl(value).problem : 'must be a string';
 
 /** Each entry must be an exact origin (`https://host[:port]`), as browsers send it, or `*` (any). */
 export const checkOriginList: Check = (value) => {
@@ -216,7 +214,7 @@ export const IsBearerToken = (): PropertyDecorator => Satisfies(checkBearerToken
 export const IsPath = (): PropertyDecorator => Satisfies(checkPath);
 /** `@IsHttpUrl()`: http(s) base URL without credentials, query or fragment. */
 export const IsHttpUrl = (): PropertyDecorator => Satisfies(checkHttpUrl);
-/** `@IsRedisUrl()`: `redis://` or `rediss://`. */
+/** `@IsRedisUrl()`: `redis://`, `rediss://` or a Sentinel URL (`redis+sentinel://`, `rediss+sentinel://`). */
 export const IsRedisUrl = (): PropertyDecorator => Satisfies(checkRedisUrl);
 /** `@IsOriginList()`: comma list of exact origins. */
 export const IsOriginList = (): PropertyDecorator => Satisfies(checkOriginList);

@@ -60,6 +60,7 @@ export class GatewayMetrics {
   // `gateway_redis_up 0` would fire every "Redis down" alert. Registered by the constructor.
   readonly redisUp = new Gauge({ name: 'gateway_redis_up', help: '1 while both Redis connections are ready (cluster mode)', registers: [] });
   readonly redisReconnects = new Counter({ name: 'gateway_redis_reconnects_total', help: 'Redis connection attempts after a loss', registers: [] });
+  readonly redisFailovers = new Counter({ name: 'gateway_redis_failovers_total', help: 'Primary changes this node saw (Redis Sentinel, SPEC §13.2)', registers: [] });
   readonly redisCommandDuration = new Histogram({
     name: 'gateway_redis_command_duration_seconds',
     help: 'Redis command round trips by command',
@@ -89,7 +90,7 @@ export class GatewayMetrics {
   constructor(isCluster = true) {
     collectDefaultMetrics({ register: this.registry });
     if (!isCluster) return;
-    const clusterMetrics: Metric<string>[] = [this.redisUp, this.redisReconnects, this.redisCommandDuration, this.brokerMessages, this.brokerMessagesDropped, this.latticeRepairs, this.redisRollbacks];
+    const clusterMetrics: Metric<string>[] = [this.redisUp, this.redisReconnects, this.redisFailovers, this.redisCommandDuration, this.brokerMessages, this.brokerMessagesDropped, this.latticeRepairs, this.redisRollbacks];
     for (const metric of clusterMetrics) this.registry.registerMetric(metric);
   }
 }

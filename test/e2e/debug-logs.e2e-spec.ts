@@ -107,7 +107,7 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
     it('exports no cluster-only metric (no gateway_redis_up 0 to trip a "Redis down" alert)', async () => {
       const metrics = await scrapeMetrics(t.apiUrl);
       expect(metrics.families.has('gateway_connections')).toBe(true);
-      for (const name of ['gateway_redis_up', 'gateway_redis_reconnects_total', 'gateway_redis_command_duration_seconds', 'gateway_broker_messages_total', 'gateway_broker_messages_dropped_total', 'gateway_lattice_repairs_total']) {
+      for (const name of ['gateway_redis_up', 'gateway_redis_reconnects_total', 'gateway_redis_failovers_total', 'gateway_redis_command_duration_seconds', 'gateway_broker_messages_total', 'gateway_broker_messages_dropped_total', 'gateway_lattice_repairs_total']) {
         expect({ name, exported: metrics.families.has(name) }).toEqual({ name, exported: false });
       }
     });

@@ -60,6 +60,11 @@ export class TcpProxy {
     return [...this.upstreams.values()].filter((p) => p === port).length;
   }
 
+  /** Cut every connection through it now; it keeps listening (a new connection goes to `targets()` again). */
+  cutConnections(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
   /** Stop listening and cut every connection through it. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));

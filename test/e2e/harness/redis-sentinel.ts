@@ -1,0 +1,282 @@
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import * as path from 'node:path';
+import { pollPause, RedisProcess, redisCommand, redisInfo, redisRole, untilTrue } from './redis-process';
+import { freePort } from './redis-server';
+import { TcpProxy } from './tcp-proxy';
+
+const HOST = '127.0.0.1';
+const SENTINEL_COUNT = 3;
+const QUORUM = 2;
+
+/** Timings of the sentinels: low, so that a failover completes in a few seconds. */
+export interface SentinelTimings {
+  /** `down-after-milliseconds`: silence before a sentinel thinks the primary is down. */
+  readonly downAfterMs: number;
+  /** `failover-timeout`: a failed election is retried after twice this. */
+  readonly failoverTimeoutMs: number;
+}
+
+export interface RedisSentinelOptions extends Partial<SentinelTimings> {
+  readonly masterName?: string;
+  /** Extra `redis-server` arguments of the primary and the replica, e.g. `['--min-replicas-to-write', '1']`. */
+  readonly dataArgs?: readonly string[];
+}
+
+/** What the sentinels answer after a failover. */
+export interface Promotion {
+  /** Port of the new primary. */
+  readonly port: number;
+  /** Epoch ms when the first sentinel named it. */
+  readonly promotedAt: number;
+}
+
+/**
+ * A Sentinel-managed Redis on loopback for tests (SPEC §13.2): a primary, one
+ * replica and three sentinels (`redis-server <conf> --sentinel`, quorum 2),
+ * each on a free port and stopped by its PID. The replica replicates through
+ * a {@link TcpProxy}, so a test can cut it off (it then misses writes) and
+ * restore it. Start-up waits until the replica's sync is online and every
+ * sentinel knows the replica and the two other sentinels: a sentinel promotes
+ * a replica that never synced, and elects no leader alone. Files (the
+ * sentinels' config, a replica's sync RDB) stay in a temporary folder, removed
+ * by `close()`; no node loads a snapshot when it restarts.
+ */
+export class RedisSentinel {
+  /** Port → process of the data nodes (the primary and the replica, whichever role each has now). */
+  private readonly data = new Map<number, RedisProcess>();
+  private readonly sentinels: RedisProcess[] = [];
+  private killed: RedisProcess | null = null;
+  private paused: RedisProcess | null = null;
+
+  private constructor(
+    readonly masterName: string,
+    private readonly dir: string,
+    private readonly replicaLink: TcpProxy,
+    /** While true, the proxy refuses the replica's replication connections. */
+    private readonly link: { isCut: boolean },
+    /** Port of the primary the sentinels were started with, then of the last promotion. */
+    private primaryPort: number,
+  ) {}
+
+  /** Start everything and resolve once a failover could take place. Closes what it started if start-up fails. */
+  static async start(options: RedisSentinelOptions = {}): Promise<RedisSentinel> {
+    const timings = { downAfterMs: options.downAfterMs ?? 1000, failoverTimeoutMs: options.failoverTimeoutMs ?? 3000 };
+    const dir = mkdtempSync(path.join(tmpdir(), 'gateway-sentinel-'));
+    const dataArgs = [...DATA_ARGS, ...(options.dataArgs ?? [])];
+    const primary = await dataNode(dir, dataArgs);
+    const link = { isCut: false };
+    const replicaLink = await TcpProxy.start(() => (link.isCut ? [] : [primary.port]));
+    const set = new RedisSentinel(options.masterName ?? 'gwmaster', dir, replicaLink, link, primary.port);
+    try {
+      set.data.set(primary.port, primary);
+      await primary.start();
+      const replica = await dataNode(dir, [...dataArgs, '--replicaof', HOST, String(replicaLink.port)]);
+      set.data.set(replica.port, replica);
+      await replica.start();
+      await set.untilReplicaOnline(10_000);
+      for (let i = 0; i < SENTINEL_COUNT; i++) set.sentinels.push(await set.startSentinel(i, timings));
+      await set.untilSentinelsReady(20_000);
+    } catch (err) {
+      await set.close();
+      throw err;
+    }
+    return set;
+  }
+
+  /** `redis+sentinel://` URL of the three sentinels and the master group. */
+  get url(): string {
+    return this.urlFor(this.masterName);
+  }
+
+  /** The same sentinels with another master name (e.g. one they do not monitor). */
+  urlFor(masterName: string): string {
+    return `redis+sentinel://${this.sentinels.map((s) => `${HOST}:${s.port}`).join(',')}/${masterName}`;
+  }
+
+  /** `redis://` URL of the current primary (as of the last start or promotion), for probes. */
+  get primaryUrl(): string {
+    return `redis://${HOST}:${this.primaryPort}`;
+  }
+
+  /** SIGKILL the current primary; resolves its port once it exited. */
+  async killPrimary(): Promise<number> {
+    const primary = this.data.get(this.primaryPort);
+    if (primary === undefined) throw new Error(`no data node on port ${this.primaryPort}`);
+    await primary.kill();
+    this.killed = primary;
+    return primary.port;
+  }
+
+  /**
+   * Start the killed node again on its port, empty; resolves once the
+   * sentinels made it a replica of the new primary, in sync, and know it: a
+   * failover could take place again.
+   */
+  async restartKilled(ms = 20_000): Promise<void> {
+    if (this.killed === null) throw new Error('no killed node to restart');
+    await this.killed.start();
+    this.killed = null;
+    await this.untilReplicaOnline(ms);
+    await this.untilSentinelsReady(ms);
+  }
+
+  /**
+   * SIGSTOP the current primary: its connections stay open and nothing is
+   * answered, as behind a network partition. Resolves its port.
+   */
+  pausePrimary(): number {
+    const primary = this.data.get(this.primaryPort);
+    if (primary === undefined) throw new Error(`no data node on port ${this.primaryPort}`);
+    primary.pause();
+    this.paused = primary;
+    return primary.port;
+  }
+
+  /** SIGCONT the paused node: it answers again, and the sentinels demote it if they promoted another meanwhile. */
+  resumePaused(): void {
+    this.paused?.resume();
+    this.paused = null;
+  }
+
+  /** Names of the clients connected to the data node on `port` (CLIENT LIST), or null when it does not answer. */
+  async clientNamesOn(port: number): Promise<string[] | null> {
+    const list = await redisCommand(port, ['CLIENT', 'LIST']);
+    return typeof list === 'string' ? [...list.matchAll(/ name=(\S*)/g)].map((m) => m[1]).filter((name) => name !== '') : null;
+  }
+
+  /** ROLE of the data node on `port` (`master`, `slave`), or null when it does not answer. */
+  roleOn(port: number): Promise<string | null> {
+    return redisRole(port);
+  }
+
+  /**
+   * Resolves once every sentinel names a primary other than `formerPort` and
+   * that node answers ROLE as a master; rejects after `ms` with what the
+   * sentinels said.
+   */
+  async awaitPromotion(formerPort: number, ms = 30_000): Promise<Promotion> {
+    const deadline = Date.now() + ms;
+    let promotedAt: number | null = null;
+    let answers: Array<number | null> = [];
+    for (;;) {
+      answers = await Promise.all(this.sentinels.map((s) => masterPortOf(s.port, this.masterName)));
+      if (promotedAt === null && answers.some((port) => port !== null && port !== formerPort)) promotedAt = Date.now();
+      const port = answers[0];
+      if (port !== null && port !== formerPort && answers.every((p) => p === port) && (await redisRole(port)) === 'master') {
+        this.primaryPort = port;
+        return { port, promotedAt: promotedAt ?? Date.now() };
+      }
+      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for the sentinels to promote a new primary (former ${formerPort}); they name ${JSON.stringify(answers)}`);
+      await pollPause(50);
+    }
+  }
+
+  /** Resolves once the replica has applied every write the primary had when this was called. */
+  async untilReplicaCaughtUp(ms = 5000): Promise<void> {
+    const target = replicationOffset(await redisInfo(this.primaryPort, 'replication'), 'master_repl_offset');
+    if (target < 0) throw new Error(`the primary on ${this.primaryPort} reports no replication offset`);
+    const replica = this.replicaPort();
+    await untilTrue(async () => replicationOffset(await redisInfo(replica, 'replication'), 'slave_repl_offset') >= target, `the replica on ${replica} to reach offset ${target}`, ms);
+  }
+
+  /**
+   * Cut the replica off its primary (its replication connection is dropped and
+   * refused), so writes acknowledged from now on are not on the replica. The
+   * sentinels still promote it if the primary dies within about ten
+   * down-after periods (their limit on a replica's link-down time).
+   */
+  async cutReplica(ms = 5000): Promise<void> {
+    this.link.isCut = true;
+    this.replicaLink.cutConnections();
+    const replica = this.replicaPort();
+    await untilTrue(async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')), `the replica on ${replica} to report its link down`, ms);
+  }
+
+  /** Let the replica connect to its primary again; resolves once its sync is online. */
+  async restoreReplica(ms = 10_000): Promise<void> {
+    this.link.isCut = false;
+    await this.untilReplicaOnline(ms);
+  }
+
+  /** Stop every process (by PID) and the proxy, and remove the config folder. */
+  async close(): Promise<void> {
+    await Promise.all([...this.sentinels, ...this.data.values()].map((p) => p.kill()));
+    await this.replicaLink.close();
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+
+  private replicaPort(): number {
+    const port = [...this.data.keys()].find((p) => p !== this.primaryPort);
+    if (port === undefined) throw new Error('no replica');
+    return port;
+  }
+
+  private async untilReplicaOnline(ms: number): Promise<void> {
+    const replica = this.replicaPort();
+    await untilTrue(async () => {
+      const [own, primary] = await Promise.all([redisInfo(replica, 'replication'), redisInfo(this.primaryPort, 'replication')]);
+      return /master_link_status:up/.test(own) && new RegExp(`slave\\d+:ip=[^,]+,port=${replica},state=online`).test(primary);
+    }, `the replica on ${replica} to be in sync with the primary on ${this.primaryPort}`, ms);
+  }
+
+  private async startSentinel(index: number, timings: SentinelTimings): Promise<RedisProcess> {
+    const port = await freePort();
+    const conf = path.join(this.dir, `sentinel-${index}.conf`);
+    const name = this.masterName;
+    writeFileSync(conf, [
+      `port ${port}`,
+      `bind ${HOST}`,
+      `dir ${this.dir}`,
+      `sentinel monitor ${name} ${HOST} ${this.primaryPort} ${QUORUM}`,
+      `sentinel down-after-milliseconds ${name} ${timings.downAfterMs}`,
+      `sentinel failover-timeout ${name} ${timings.failoverTimeoutMs}`,
+      `sentinel parallel-syncs ${name} 1`,
+      '',
+    ].join('\n'));
+    const sentinel = new RedisProcess(port, [conf, '--sentinel']);
+    await sentinel.start();
+    return sentinel;
+  }
+
+  private async untilSentinelsReady(ms: number): Promise<void> {
+    await untilTrue(async () => {
+      const views = await Promise.all(this.sentinels.map((s) => sentinelView(s.port, this.masterName)));
+      return views.every((v) => v.otherSentinels === SENTINEL_COUNT - 1 && v.replicas === 1);
+    }, 'every sentinel to know the replica (up, in sync) and the other sentinels', ms);
+  }
+}
+
+/** No snapshots and replicas that load a sync from the socket: a restarted node comes back empty. */
+const DATA_ARGS = ['--bind', HOST, '--save', '', '--appendonly', 'no', '--repl-diskless-load', 'swapdb', '--maxmemory-policy', 'noeviction'];
+
+/**
+ * A primary or replica on a free port, with a folder of its own: a replica's
+ * full sync writes an RDB file there, which a restarted primary must not load.
+ */
+async function dataNode(dir: string, args: readonly string[]): Promise<RedisProcess> {
+  const port = await freePort();
+  const own = path.join(dir, `node-${port}`);
+  mkdirSync(own);
+  return new RedisProcess(port, [...args, '--dir', own]);
+}
+
+function replicationOffset(info: string, field: string): number {
+  const match = new RegExp(`^${field}:(\\d+)`, 'm').exec(info);
+  return match === null ? -1 : Number(match[1]);
+}
+
+async function masterPortOf(sentinelPort: number, name: string): Promise<number | null> {
+  const reply = await redisCommand(sentinelPort, ['SENTINEL', 'GET-MASTER-ADDR-BY-NAME', name]);
+  return Array.isArray(reply) ? Number(reply[1]) : null;
+}
+
+async function sentinelView(sentinelPort: number, name: string): Promise<{ otherSentinels: number; replicas: number }> {
+  const [master, replicas] = await Promise.all([redisCommand(sentinelPort, ['SENTINEL', 'MASTER', name]), redisCommand(sentinelPort, ['SENTINEL', 'REPLICAS', name])]);
+  const fieldsOf = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map(String) : []);
+  const field = (fields: string[], key: string): string | undefined => (fields.includes(key) ? fields[fields.indexOf(key) + 1] : undefined);
+  // A replica the sentinels could promote: seen up, in sync with its primary.
+  const healthy = (Array.isArray(replicas) ? replicas : []).map(fieldsOf).filter((r) => field(r, 'flags') === 'slave' && field(r, 'master-link-status') === 'ok');
+  return { otherSentinels: Number(field(fieldsOf(master), 'num-other-sentinels') ?? NaN), replicas: healthy.length };
+}
+
