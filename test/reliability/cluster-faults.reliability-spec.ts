@@ -3,6 +3,7 @@ import { ApiReply, apiReply, closeApiSockets } from './lib/api-reply';
 import { Frame, LoadClient, SEED, rng } from './lib/clients';
 import { GatewayProcess } from './lib/gateway';
 import { sized } from './lib/profile';
+import { RedisSentinel } from '../e2e/harness/redis-sentinel';
 import { RedisServer } from '../e2e/harness/redis-server';
 import { redisUsage } from './lib/redis-usage';
 import { Checks, mib, record } from './lib/report';
@@ -40,6 +41,8 @@ const PAUSE_REDIS_MS = 3000;
  * issue 28: every node dropped them as duplicates) would outlast the fault window.
  */
 const ROLLBACK_LOSS_MS = 6000;
+/** SPEC §13.1 through a failover: acknowledged writes a cut-off replica misses before the primary is killed. */
+const FAILOVER_LOSS_MS = 1000;
 /** After a fault's recovery (reconnects, re-assertions, the 3 s liveness tick), before its window closes. */
 const SETTLE_MS = 4000;
 /** A publish acknowledged outside every fault window reaches its subscribers within this. */
@@ -48,7 +51,10 @@ const PRESENCE_MS = 15_000;
 const REQUEST_MS = 30_000;
 const PREFIX = 'faults:';
 
-type FaultKind = 'kill-node' | 'stop-node' | 'restart-redis' | 'pause-redis' | 'rollback-redis';
+type FaultKind = 'kill-node' | 'stop-node' | 'restart-redis' | 'pause-redis' | 'rollback-redis' | 'failover-redis';
+/** The faults of a round on one Redis, and on a Sentinel-managed primary and replica (SPEC §13.2). */
+const ONE_REDIS: readonly FaultKind[] = ['kill-node', 'stop-node', 'restart-redis', 'pause-redis', 'rollback-redis'];
+const SENTINEL: readonly FaultKind[] = ['kill-node', 'failover-redis'];
 interface Fault {
   readonly kind: FaultKind;
   readonly slot: number | null;
@@ -100,6 +106,7 @@ const overlaps = (from: number, to: number, f: Fault): boolean => from <= f.end 
 
 describe('cluster fault injection (issue 17)', () => {
   let redis: RedisServer;
+  let sentinel: RedisSentinel | null = null;
   let upstream: LoadUpstream;
   const slots: Slot[] = [];
   const clients = new Set<LoadClient>();
@@ -107,7 +114,7 @@ describe('cluster fault injection (issue 17)', () => {
   let isOver = false;
   let reader: GatewayProcess | null = null;
 
-  afterAll(async () => {
+  afterEach(async () => {
     isOver = true;
     for (const client of clients) client.socket.terminate();
     await reader?.stop();
@@ -115,18 +122,33 @@ describe('cluster fault injection (issue 17)', () => {
       slot.gateway.kill('SIGCONT');
       await slot.gateway.stop();
     }
+    slots.length = 0;
+    reader = null;
     redis?.resume();
     await redis?.kill();
+    await sentinel?.close();
+    sentinel = null;
     await upstream?.close();
     closeApiSockets();
   });
 
   it('keeps SPEC §11 and §13.1 promises through node kills and pauses and Redis restarts, rollbacks and pauses', async () => {
+    redis = await RedisServer.start();
+    await scenario('cluster-faults', ONE_REDIS, redis.url, () => redis.url);
+  });
+
+  it('keeps them on a Sentinel-managed Redis through node kills and failovers (SPEC §13.2)', async () => {
+    const set = (sentinel = await RedisSentinel.start());
+    await scenario('cluster-faults-sentinel', SENTINEL, set.url, () => set.primaryUrl);
+  });
+
+  /** One run: nodes on `redisUrl`, the nemesis drawing from `faultKinds` each round; `usageUrl`: the primary now. */
+  async function scenario(name: string, faultKinds: readonly FaultKind[], redisUrl: string, usageUrl: () => string): Promise<void> {
+    isOver = false;
     const startedAt = Date.now();
     const checks = new Checks();
     const nemesis = rng(SEED);
     upstream = await LoadUpstream.start();
-    redis = await RedisServer.start();
     const ops: Op[] = [];
     const faults: Fault[] = [];
     /** How long each node restart took to log "gateway started" (ms). */
@@ -136,7 +158,7 @@ describe('cluster fault injection (issue 17)', () => {
     const startNode = async (index: number, generation: number): Promise<GatewayProcess> =>
       GatewayProcess.start({
         UPSTREAM_URL: upstream.url,
-        REDIS_URL: redis.url,
+        REDIS_URL: redisUrl,
         REDIS_PREFIX: PREFIX,
         NODE_ID: `node${index}_g${generation}`,
         NEW_CONNECTION_IDLE_TIMEOUT: '10m',
@@ -283,10 +305,11 @@ describe('cluster fault injection (issue 17)', () => {
     });
 
     // The nemesis: one fault at a time, with steady periods between.
-    const leaveAt = nemesis.int(ROUNDS * 5);
+    const leaveAt = nemesis.int(ROUNDS * faultKinds.length);
+    let hasCutReplica = false;
     let faultNumber = 0;
     for (let round = 0; round < ROUNDS; round++) {
-      const kinds: FaultKind[] = ['kill-node', 'stop-node', 'restart-redis', 'pause-redis', 'rollback-redis'];
+      const kinds = [...faultKinds];
       for (let i = kinds.length - 1; i > 0; i--) {
         const j = nemesis.int(i + 1);
         [kinds[i], kinds[j]] = [kinds[j], kinds[i]];
@@ -305,6 +328,14 @@ describe('cluster fault injection (issue 17)', () => {
           // Outside the fault window: everything acknowledged from here on must survive the rollback.
           await redis.snapshot();
           await hold(ROLLBACK_LOSS_MS);
+        } else if (kind === 'failover-redis' && sentinel !== null && !hasCutReplica) {
+          // A replica that lags (here: cut off its primary), so the failover loses acknowledged writes:
+          // a rollback as §13.1 has it. Only before the first failover: the cut is on the first
+          // replica's link, and after a promotion the replication runs elsewhere.
+          hasCutReplica = true;
+          await sentinel.cutReplica();
+          // Short: a sentinel soon points the cut replica at the primary's own address (fix-slave-config).
+          await hold(FAILOVER_LOSS_MS);
         }
         const fault: Fault = { kind, slot: slot?.index ?? null, node: slot?.nodeId ?? null, start: Date.now(), recovered: 0, end: 0 };
         faults.push(fault);
@@ -325,6 +356,14 @@ describe('cluster fault injection (issue 17)', () => {
           await hold(PAUSE_NODE_MS);
           slot.gateway.kill('SIGCONT');
           slot.state = 'up';
+        } else if (kind === 'failover-redis' && sentinel !== null) {
+          // SPEC §13.2: the primary SIGKILLed under load; the sentinels promote the replica.
+          const former = await sentinel.killPrimary();
+          await untilEveryNodeSeesRedis(slots, 'down');
+          await sentinel.awaitPromotion(former);
+          await untilEveryNodeSeesRedis(slots);
+          fault.recovered = Date.now();
+          await sentinel.restartKilled(); // a replica again, for the next round's failover
         } else if (kind === 'rollback-redis') {
           await redis.kill();
           await untilEveryNodeSeesRedis(slots, 'down');
@@ -341,7 +380,7 @@ describe('cluster fault injection (issue 17)', () => {
           await hold(PAUSE_REDIS_MS);
           redis.resume();
         }
-        fault.recovered = Date.now();
+        if (fault.recovered === 0) fault.recovered = Date.now();
         fault.end = fault.recovered + SETTLE_MS;
       }
     }
@@ -426,7 +465,7 @@ describe('cluster fault injection (issue 17)', () => {
 
     // SPEC §13.1: after a rollback, once every node is back on Redis, no acknowledged publish is skipped
     // (until the next fault begins): offsets of the rolled-back epoch must not be handed out again.
-    const afterRollbacks = faults.flatMap((f, i) => (f.kind === 'rollback-redis' ? [{ from: f.recovered, to: faults[i + 1]?.start ?? quietAt }] : []));
+    const afterRollbacks = faults.flatMap((f, i) => (f.kind === 'rollback-redis' || f.kind === 'failover-redis' ? [{ from: f.recovered, to: faults[i + 1]?.start ?? quietAt }] : []));
     const skipped: Array<Record<string, unknown>> = [];
     let rollbackDeliveries = 0;
     for (const op of publishes) {
@@ -437,7 +476,7 @@ describe('cluster fault injection (issue 17)', () => {
         if (!(member.received.get(op.detail.p as number) ?? []).includes(op.detail.s as number)) skipped.push({ member: member.user, ...opView(op) });
       }
     }
-    checks.check('every publish acknowledged after a Redis rollback reached every subscriber (SPEC §13.1)', skipped.length === 0 && rollbackDeliveries > 0, { skipped: skipped.slice(0, 10), count: skipped.length, checked: rollbackDeliveries });
+    checks.check('every publish acknowledged after a Redis rollback or failover reached every subscriber (SPEC §13.1)', skipped.length === 0 && rollbackDeliveries > 0, { skipped: skipped.slice(0, 10), count: skipped.length, checked: rollbackDeliveries });
 
     // Statuses: 204, or the documented 503s; a refused or unanswered request only to a node that was killed or stopped then.
     const unexpected = ops.filter((op) => {
@@ -460,7 +499,7 @@ describe('cluster fault injection (issue 17)', () => {
     checks.check('no error-level log line', errorLines.length === 0, errorLines.slice(0, 5));
 
     // Redis stays bounded: keys per user, node and namespace, and little memory.
-    const usage = await redisUsage(redis.url);
+    const usage = await redisUsage(usageUrl());
     const nodeIdsEver = slots.reduce((n, slot) => n + slot.generation + 1, 0);
     const keyBound = MEMBERS + 2 * NODES + (NODES + 1) * NAMESPACES + 5 * (nodeIdsEver + 1) + 3 * NAMESPACES + 10;
     checks.check('Redis keys bounded', usage.keys <= keyBound, { keys: usage.keys, bound: keyBound, names: usage.keyNames.slice(0, 40) });
@@ -487,14 +526,14 @@ describe('cluster fault injection (issue 17)', () => {
       run_s: Math.round((Date.now() - startedAt) / 1000),
       checks: checks.summary,
     };
-    record('cluster-faults', figures);
+    record(name, figures);
     try {
       checks.assertAll();
     } catch (err) {
       const timeline = faults.map((f) => `  ${f.kind}${f.slot === null ? '' : ` node ${f.node}`}: ${iso(f.start)} → recovered ${iso(f.recovered)}, window to ${iso(f.end)}`).join('\n');
       throw new Error(`replay with RELIABILITY_SEED=${SEED}\nfaults:\n${timeline}\n${(err as Error).message}`);
     }
-  });
+  }
 });
 
 const iso = (ms: number): string => new Date(ms).toISOString().slice(11, 23);
