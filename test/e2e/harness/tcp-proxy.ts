@@ -60,6 +60,15 @@ export class TcpProxy {
     return [...this.upstreams.values()].filter((p) => p === port).length;
   }
 
+  /**
+   * Cut every connection through it now, as a network loss between the two
+   * sides does (the proxy keeps listening; `targets()` decides whether new
+   * connections get through).
+   */
+  cutAll(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
   /** Stop listening and cut every connection through it. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
