@@ -102,7 +102,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (digest === undefined || connection.identity === null) return null;
     const identity = connection.identity;
     const windowEndAt = connection.state === 'detached' ? (this.windowEnds.get(connection) ?? 0) : 0;
-    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, authorization: identity.authorization, handlerName: connection.handler.name, windowEndAt };
+    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, handlerName: connection.handler.name, windowEndAt };
   }
 
   /** After a Redis reconnection: every authorized session here, to be written again. */

@@ -172,28 +172,30 @@ return n`;
 
 // A session's record written by its holder: when it starts, and again after a Redis reconnection
 // (its subscriptions then follow from scratch: the t: and l: fields go first). Nothing when another node
-// holds the session (it was taken over meanwhile). KEYS: record, token key, node's sessions.
-// ARGV: node, attached TTL, digest, user, auth JSON, identity, handler, window ms, user hash key,
+// holds the session (it was taken over meanwhile). The authorization answer is kept once (field a: the
+// identity header is derived from it; field i of earlier versions goes). KEYS: record, token key, node's sessions.
+// ARGV: node, attached TTL, digest, user, auth JSON, handler, window ms, user hash key,
 // window end (0: attached), connection id, '1' to clear the subscriptions.
 export const WRITE_START = `local n = redis.call('HGET', KEYS[1], 'n')
 if n and n ~= ARGV[1] then return 0 end
-if ARGV[12] == '1' then
+if ARGV[11] == '1' then
   for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     local k = f:sub(1, 2)
     if k == 't:' or k == 'l:' then redis.call('HDEL', KEYS[1], f) end
   end
 end
-redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'i', ARGV[6], 'h', ARGV[7], 'n', ARGV[1], 'w', ARGV[10], 'wm', ARGV[8], 'uk', ARGV[9])
-local w = tonumber(ARGV[10])
+redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'h', ARGV[6], 'n', ARGV[1], 'w', ARGV[9], 'wm', ARGV[7], 'uk', ARGV[8])
+redis.call('HDEL', KEYS[1], 'i')
+local w = tonumber(ARGV[9])
 if w > 0 then
   redis.call('PEXPIREAT', KEYS[1], w + ${AFTER_WINDOW_MS})
-  redis.call('SET', KEYS[2], ARGV[11], 'PXAT', w + ${AFTER_WINDOW_MS})
+  redis.call('SET', KEYS[2], ARGV[10], 'PXAT', w + ${AFTER_WINDOW_MS})
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('SET', KEYS[2], ARGV[11], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[2])
 end
-redis.call('SADD', KEYS[3], ARGV[11])
-redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[8]) + ${AFTER_WINDOW_MS})
+redis.call('SADD', KEYS[3], ARGV[10])
+redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[7]) + ${AFTER_WINDOW_MS})
 return 1`;
 
 // A change of a held session's record (subscriptions, window end), written only while this node

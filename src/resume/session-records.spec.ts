@@ -119,3 +119,30 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
     expect(await a.link.command.exists(names.session('nodeA-y'))).toBe(0);
   });
 });
+
+describe('SessionRecords on Redis: what a record holds', () => {
+  const links: RedisLink[] = [];
+  const all: SessionRecords[] = [];
+  beforeAll(() => Logger.overrideLogger(false));
+  afterEach(async () => {
+    for (const records of all.splice(0)) records.stop();
+    await Promise.all(links.splice(0).map((link) => link.close()));
+  });
+
+  it('stores the authorization answer once per record (issue 35: it held it twice)', async () => {
+    const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+    const link = new RedisLink(REDIS_URL, new GatewayMetrics(), 'nodeA');
+    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
+    links.push(link);
+    const records = new SessionRecords(link, names, 'nodeA', 30_000, () => []);
+    all.push(records);
+    const answer = JSON.stringify({ user_id: 'ann', blob: 'x'.repeat(8 * 1024 - 40) });
+    await records.started({ connectionId: 'nodeA-big', digest: tokenDigest('tb'), userId: 'ann', authJson: answer, handlerName: 'default', windowEndAt: 0 }, subscriptions([], [], null));
+    const fields = await link.command.hgetall(names.session('nodeA-big'));
+    const holding = Object.entries(fields).filter(([, value]) => value.length >= 4096).map(([field]) => field);
+    expect(holding).toEqual(['a']);
+    // Every field counted (the default samples 5 fields and extrapolates).
+    const bytes = (await link.command.memory('USAGE', names.session('nodeA-big'), 'SAMPLES', 0)) as number;
+    expect(bytes).toBeLessThan(12 * 1024);
+  });
+});

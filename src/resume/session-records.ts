@@ -37,7 +37,6 @@ export interface SessionStart {
   readonly digest: string;
   readonly userId: string;
   readonly authJson: string;
-  readonly authorization: string;
   readonly handlerName: string;
   /** 0 while attached. */
   readonly windowEndAt: number;
@@ -276,7 +275,7 @@ export class SessionRecords {
       const start = change.start;
       if (start !== undefined) {
         const keys = [key, this.names.sessionToken(start.digest), this.names.nodeSessions(this.nodeId)];
-        const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.authorization, start.handlerName, this.windowMs];
+        const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.handlerName, this.windowMs];
         const more = [this.names.channel('u', start.userId), start.windowEndAt, connectionId, change.isRestart === true ? '1' : '0'];
         pipeline[this.writeStartName](...keys, ...args, ...more);
         commands++;
