@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
-import { untilRedisState } from './harness/cluster-nodes';
+import { ProcessCluster, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { ApiResponse, api } from './harness/http';
@@ -207,6 +207,43 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       expect(await resumed.client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
       expect(await survivals([a, b, x], 'stale', [born.client], [resumed.token])).toEqual([]);
     });
+  });
+
+  describe('a holder that does not answer (SIGSTOP)', () => {
+    let upstream: FakeUpstream;
+    let cluster: ProcessCluster;
+    let apiNode: TestGateway;
+    beforeEach(async () => {
+      upstream = await FakeUpstream.start();
+      const prefix = randomPrefix();
+      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix);
+      apiNode = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', LOG_LEVEL: 'warn' }, undefined, upstream);
+    });
+    afterEach(async () => {
+      await Promise.all(clients.splice(0).map((client) => client.close()));
+      await cluster.close();
+      await apiNode.close();
+      await upstream.close();
+    });
+
+    it('503 while the holder cannot confirm within 5 s (no resume meanwhile); it ends its copy when it runs again; then 204', async () => {
+      const holder = await cluster.start('nodeP');
+      const held = await optIn(holder, upstream, 'paused');
+      holder.kill('SIGSTOP');
+      try {
+        const res = await api(apiNode.apiUrl, 'DELETE', `/v1/connection/${held.cid}`);
+        expect([res.status, res.status === 503 ? res.json() : res.text]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
+        // Not confirmed, but recorded: no node takes the session over meanwhile.
+        expect(await survivals([apiNode], 'paused', [], [held.token])).toEqual([]);
+      } finally {
+        holder.kill('SIGCONT');
+      }
+      // Running again, the holder reads the command it was sent and closes its client.
+      expect(await held.client.closed(5000)).toEqual({ code: 4403, reason: 'disconnected' });
+      const again = await api(apiNode.apiUrl, 'DELETE', `/v1/connection/${held.cid}`);
+      expect([again.status, again.text]).toEqual([204, '']);
+      expect(await survivals([apiNode, holder], 'paused', [], [held.token])).toEqual([]);
+    }, 40_000);
   });
 
   describe('a node cut off from Redis (TCP proxy between it and Redis)', () => {
