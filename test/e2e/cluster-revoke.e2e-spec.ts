@@ -15,8 +15,9 @@ import { WsClient } from './harness/ws-client';
  * answers 503 `cluster_unavailable`, never 204.
  *
  * A round is a **survival** when, after the DELETE's 204, the session still
- * lives: a socket of it (the old one, or one that resumed it) is not closed
- * within a bounded wait, or a token of it still resumes.
+ * lives: a socket of it (the old one, or one that resumed it) gets a message
+ * published after the 204 or is not closed within a bounded wait, or a token
+ * of it still resumes.
  */
 
 /** A closed socket gets no more messages; one of an ended session must close this soon after the 204. */
@@ -67,9 +68,11 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
    * Resume with `token`; a fallback's authorization is of user `<user>-new`.
    * A socket whose session ended before its hello (closed 4403 first) did not resume.
    */
-  async function resume(node: Node, user: string, token: string): Promise<Attempt> {
+  async function resume(node: Node, user: string, token: string, onOpen = (): void => undefined): Promise<Attempt> {
     const client = await WsClient.connect(node.wsUrl, { query: `user=${user}-new&q=${++queries}`, protocols: resumeProtocols(token) });
     clients.push(client);
+    // The upgrade is answered before the takeover runs (cluster mode): a DELETE sent now meets it in Redis.
+    onOpen();
     const first = await Promise.race([client.next(CLOSE_WAIT_MS).catch(() => null), client.closed(CLOSE_WAIT_MS).catch(() => null)]);
     // Neither a hello nor a close: counted as resumed (the socket must then close once the session ends).
     if (first === null) return { client, isResumed: true, token: '' };
@@ -82,7 +85,10 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
    * (empty: it ended). Tokens first: a session that still resumes needs no
    * wait for its sockets.
    */
-  async function survivals(nodes: readonly Node[], user: string, sockets: readonly WsClient[], tokens: readonly string[]): Promise<string[]> {
+  async function survivals(nodes: readonly Node[], user: string, sockets: readonly WsClient[], tokens: readonly string[], topic?: string): Promise<string[]> {
+    // Published after the 204: no socket of the session may get it (once closed, none can).
+    const seenBefore = sockets.map((socket) => socket.frames.length);
+    if (topic !== undefined) expect((await api(nodes[0].apiUrl, 'POST', `/v1/publish/${topic}`, { after: 'delete' })).status).toBe(204);
     for (const [i, token] of tokens.entries()) {
       if (token === '') continue;
       for (const node of nodes) {
@@ -96,6 +102,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       const closed = await socket.closed(CLOSE_WAIT_MS).catch(() => null);
       if (closed === null) found.push(`socket ${i} still open`);
       else if (![4403, 4409, 1005, 1006].includes(closed.code)) found.push(`socket ${i} closed with ${closed.code}`);
+      if (socket.frames.slice(seenBefore[i]).some((frame) => frame[0] === 'message')) found.push(`socket ${i} got a message published after the 204`);
     }
     return found;
   }
@@ -124,19 +131,23 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       const isHalfOpen = round % 2 === 0;
       if (!isHalfOpen) await dropConnection(born.client);
       const apiNode = [a, a, b, x][round % 4];
-      // Vary which request leaves first, by a few turns of the event loop: the race window moves around.
+      // Vary which request leaves first: both at once, the DELETE once the resume's upgrade is answered
+      // (just before its takeover), or the resume a few turns of the event loop after the DELETE.
       const lead = round % 3;
       const ticks = (n: number) => new Promise<void>((resolve) => (n === 0 ? resolve() : setImmediate(() => void ticks(n - 1).then(resolve))));
+      let sendDelete!: () => void;
+      const deleteSent = new Promise<void>((resolve) => (sendDelete = resolve));
+      if (lead !== 1) sendDelete();
       const [deleted, attempt] = await Promise.all([
-        ticks(lead === 1 ? 2 : 0).then(() => api(apiNode.apiUrl, 'DELETE', pathOf(born.cid, user))),
-        ticks(lead === 2 ? 2 : 0).then(() => resume(b, user, born.token)),
+        deleteSent.then(() => api(apiNode.apiUrl, 'DELETE', pathOf(born.cid, user))),
+        ticks(lead === 2 ? 2 : 0).then(() => resume(b, user, born.token, sendDelete)),
       ]);
       if (deleted.status !== 204) return [`DELETE answered ${deleted.status} ${deleted.text}`];
       // After the 204 nothing of the session may live: the old socket, the one that resumed it, any of its tokens.
       const sockets = attempt.isResumed ? [born.client, attempt.client] : [born.client];
       const tokens = attempt.isResumed ? [attempt.token] : [born.token];
       if (!attempt.isResumed) await attempt.client.close();
-      return survivals([a, b], user, sockets, tokens);
+      return survivals([x, a, b], user, sockets, tokens, `room${round}`);
     }
 
     /** ROUNDS rounds, or fewer when survivals (each costs bounded waits) use up the time budget. */
@@ -165,6 +176,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       for (let s = 0; s < sessions; s++) {
         const user = `flip${s}`;
         const born = await optIn(a, c.upstream, user);
+        await put(x, `/v1/connection/${born.cid}/subscriptions/flips${s}`);
         let token = born.token;
         let deletedAt: number | null = null;
         const resumedSockets: WsClient[] = [born.client];
@@ -192,7 +204,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
         if (res.status !== 204) escapes.push(`session ${s}: DELETE answered ${res.status} ${res.text}`);
         deletedAt = Date.now();
         await flipper;
-        for (const why of await survivals([a, b], user, resumedSockets, [token])) escapes.push(`session ${s}: ${why}`);
+        for (const why of await survivals([x, a, b], user, resumedSockets, [token], `flips${s}`)) escapes.push(`session ${s}: ${why}`);
       }
       expect({ sessions, escapes }).toEqual({ sessions, escapes: [] });
     }, 60_000);
@@ -205,7 +217,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       const res = await api(a.apiUrl, 'DELETE', `/v1/connection/${born.cid}`);
       expect([res.status, res.text]).toEqual([204, '']);
       expect(await resumed.client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
-      expect(await survivals([a, b, x], 'stale', [born.client], [resumed.token])).toEqual([]);
+      expect(await survivals([x, a, b], 'stale', [born.client], [resumed.token], 'stale-room')).toEqual([]);
     });
   });
 
@@ -316,7 +328,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       // The holder comes back: what it still held of the ended sessions ends there too (4403), never as orphans.
       isCut = false;
       await untilRedisState(a.apiUrl, 'up', 15_000);
-      expect(await survivals([a, b], 'ona', [first.client, second.client], [first.token, second.token])).toEqual([]);
+      expect(await survivals([b, a], 'ona', [first.client, second.client], [first.token, second.token], 'kept')).toEqual([]);
       const redis = new Redis(TEST_REDIS_URL);
       try {
         expect(await redis.zscore(`${prefix}ro`, first.cid)).toBeNull();
