@@ -1,9 +1,11 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
+import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_DISCONNECTED, REASON_DISCONNECTED } from '../protocol/close-codes';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
+import { HeldRevocations, UserSessions } from '../resume/user-sessions';
 
 /**
  * SPEC §12.6: the backend ends connections. The owner node closes each one
@@ -11,6 +13,12 @@ import { ResumableSessionsService } from '../resume/resumable-sessions.service';
  * session ends now (a resumable session with it) and not when the client
  * finishes the closing handshake; the command's ack, and so the 204, follows
  * that removal (SPEC §11 read your writes).
+ *
+ * Cluster mode with resumable sessions: the end is first recorded in Redis,
+ * where every takeover checks it, and the node that held the session then
+ * must confirm it ended its copy; 204 only then. A node that cannot record it
+ * (its Redis link is down), or whose holder does not confirm within 5 s,
+ * answers 503 `cluster_unavailable` (the backend retries).
  */
 @Injectable()
 export class DisconnectService implements OnModuleInit {
@@ -22,30 +30,70 @@ export class DisconnectService implements OnModuleInit {
 
   onModuleInit(): void {
     this.broker.handle<null>('connection_disconnect', (connectionId) => this.applyToConnection(connectionId));
-    // A user's connections may be on any node.
-    this.broker.handle<null>('user_disconnect', (userId) => this.applyToUser(userId));
+    // A user's connections may be on any node; the data names the user's sessions revoked in Redis (null from earlier versions).
+    this.broker.handle<readonly string[] | null>('user_disconnect', (userId, revoked) => this.applyToUser(userId, revoked ?? []));
   }
 
   /** Close one connection, pending ones included; a well-formed unknown id is a no-op. */
   disconnect(connectionId: string): Promise<void> {
-    return this.broker.toOwner('connection_disconnect', connectionId, null);
+    const userSessions = this.resumables.userSessions;
+    const local = this.registry.get(connectionId);
+    // A legacy connection here has nothing in Redis: it ends here, whatever the link does.
+    if (userSessions === null || (local !== undefined && !local.isResumable)) return this.broker.toOwner('connection_disconnect', connectionId, null);
+    return this.revoke(userSessions, connectionId, local);
   }
 
   /**
    * Close every connection of `userId` on every node; a user without
-   * connections is a no-op. Cluster mode: its resumable sessions that no node
-   * holds (their node drained or died) end too (SPEC §12.6).
+   * connections is a no-op. Cluster mode: its resumable sessions are revoked
+   * in Redis first, held ones and those no node holds (their node drained or
+   * died) alike, and each holder confirms.
    */
   async disconnectUser(userId: string): Promise<void> {
-    await Promise.all([this.broker.toEveryNode('user_disconnect', userId, null), this.resumables.records?.endOrphansOfUser(userId)]);
+    const userSessions = this.resumables.userSessions;
+    if (userSessions === null) return this.broker.toEveryNode('user_disconnect', userId, null);
+    let held: HeldRevocations;
+    try {
+      held = await userSessions.revokeUser(userId);
+    } catch (err) {
+      this.applyToUser(userId, []);
+      throw unrecorded(err);
+    }
+    const ids = held.map(([connectionId]) => connectionId);
+    await confirmed(
+      Promise.all([
+        this.broker.toEveryNode('user_disconnect', userId, ids),
+        ...held.map(([connectionId, holder]) => this.broker.toNode('connection_disconnect', holder, connectionId, null)),
+      ]),
+    );
+  }
+
+  private async revoke(userSessions: UserSessions, connectionId: string, local: Connection | undefined): Promise<void> {
+    let holder: string | null;
+    try {
+      ({ holder } = await userSessions.revoke(connectionId));
+    } catch (err) {
+      // Not recorded: what this node holds of it ends anyway, and the backend retries (through another node).
+      if (local !== undefined) this.end(local);
+      throw unrecorded(err);
+    }
+    // No record in Redis: a pending connection, or an unknown id, on the node its id names.
+    if (holder === null) return this.broker.toOwner('connection_disconnect', connectionId, null);
+    this.resumables.markRevoked(connectionId);
+    const stale = this.registry.get(connectionId);
+    if (stale !== undefined && holder !== this.registry.nodeId) this.resumables.dropStale(stale);
+    if (holder === '') return; // held by no node: it ended in Redis
+    await confirmed(this.broker.toNode('connection_disconnect', holder, connectionId, null));
   }
 
   private applyToConnection(connectionId: string): void {
+    this.resumables.markRevoked(connectionId);
     const connection = this.registry.get(connectionId);
     if (connection !== undefined) this.end(connection);
   }
 
-  private applyToUser(userId: string): void {
+  private applyToUser(userId: string, revoked: readonly string[]): void {
+    for (const connectionId of revoked) this.resumables.markRevoked(connectionId);
     // A copy: each removal changes the registry's set of the user's connections.
     for (const connection of [...this.registry.ofUser(userId)]) this.end(connection);
   }
@@ -54,5 +102,21 @@ export class DisconnectService implements OnModuleInit {
     // A pending connection's authorization answer is then ignored: no hello (HelloService).
     connection.close(CLOSE_DISCONNECTED, REASON_DISCONNECTED);
     this.registry.remove(connection);
+  }
+}
+
+/** SPEC §12.6: the end could not be recorded in Redis. */
+function unrecorded(err: unknown): Error {
+  if (err instanceof ClusterUnavailableError) return err;
+  return new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the session end is not recorded; retry');
+}
+
+/** SPEC §12.6: a holder that does not confirm makes the DELETE 503 `cluster_unavailable`, never 204. */
+async function confirmed(pending: Promise<unknown>): Promise<void> {
+  try {
+    await pending;
+  } catch (err) {
+    if (!(err instanceof ClusterUnavailableError)) throw err;
+    throw new ClusterUnavailableError('cluster_unavailable', err.message);
   }
 }

@@ -53,6 +53,12 @@ export abstract class Broker {
   abstract handle<T>(kind: string, handler: CommandHandler<T>, codec?: DataCodec<T>): void;
   abstract toOwner<T>(kind: string, connectionId: string, data: T): Promise<void>;
   abstract toEveryNode<T>(kind: string, target: string, data: T): Promise<void>;
+  /**
+   * Run a command for connection `target` on node `nodeId` (the holder a
+   * session record named), acked as `toOwner` is: 503 when that node is alive
+   * but does not acknowledge within 5 s; resolved when it is gone.
+   */
+  abstract toNode<T>(kind: string, nodeId: string, target: string, data: T): Promise<void>;
   abstract listen(kind: ChannelKind, listener: ChannelListener): void;
   /** Start listening to a channel; resolves once messages sent after it will arrive. */
   abstract join(kind: ChannelKind, name: string): Promise<void>;
@@ -78,6 +84,10 @@ export class MemoryBroker extends Broker {
   }
 
   toEveryNode<T>(kind: string, target: string, data: T): Promise<void> {
+    return this.apply(kind, target, data);
+  }
+
+  toNode<T>(kind: string, _nodeId: string, target: string, data: T): Promise<void> {
     return this.apply(kind, target, data);
   }
 

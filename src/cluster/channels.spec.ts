@@ -29,6 +29,8 @@ describe(ClusterNames.name, () => {
     expect(sut.channel('t', 'room/1')).toBe('acme:t:{90}:room/1');
     expect(sut.lattice('room/1')).toBe('acme:lat:{90}:room/1');
     expect(sut.user('room/1')).toBe(sut.channel('u', 'room/1').replace(':t:', ':u:'));
+    // A user's resumable sessions sit in the user's partition, beside its presence hash.
+    expect(sut.userSessions('room/1')).toBe('acme:ru:{90}:room/1');
     expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.deadlines]).toEqual(['acme:n:n1', 'acme:all', 'acme:alive:n1', 'acme:nodes', 'acme:deadlines']);
   });
 });

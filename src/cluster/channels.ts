@@ -106,6 +106,16 @@ export class ClusterNames {
     return `${this.prefix}rn:${nodeId}`;
   }
 
+  /**
+   * The connection ids of a user's resumable sessions that Redis has records
+   * of (held, orphaned, or ended and not yet confirmed by their holder), under
+   * the user's partition: endpoint 8 and a user-wide disconnect read it
+   * instead of every orphan in the cluster (SPEC §12.2).
+   */
+  userSessions(userId: string): string {
+    return `${this.prefix}ru:{${partitionOf(userId)}}:${userId}`;
+  }
+
   /** Sorted set of sessions held by no node (their node drained or died) → window end (epoch ms). */
   get orphanSessions(): string {
     return `${this.prefix}ro`;

@@ -119,6 +119,12 @@ export class RedisBroker extends Broker {
     await Promise.all([this.enqueue(this.names.everyNode, null, kind, target, data), this.applyLocal(kind, target, data)]);
   }
 
+  toNode<T>(kind: string, nodeId: string, target: string, data: T): Promise<void> {
+    if (nodeId === this.nodeId) return this.applyLocal(kind, target, data);
+    this.assertUp();
+    return this.enqueue(this.names.node(nodeId), nodeId, kind, target, data);
+  }
+
   listen(kind: ChannelKind, listener: ChannelListener): void {
     this.listeners.set(kind, listener);
   }

@@ -76,6 +76,8 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
         // The client left while its session came here: detached (or ended) as if it closed now.
         const isLive = connection.state === 'ready' || connection.state === 'pending';
         if (connection.socket === socket && isLive) this.resumer.socketClosed(connection, socket.peerCloseCode || 1006);
+        // Closed by us meanwhile (a DELETE ended the session): read on, so the closing handshake completes.
+        if (socket.readyState === socket.CLOSING) socket.resume();
         return;
       }
       this.listen(socket);

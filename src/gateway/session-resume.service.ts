@@ -45,7 +45,8 @@ export class SessionResumeService {
       // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
       activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
       sessions.applyToRecordWith((kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data));
-      presence.alsoAddForUser((userId, userIds) => records.watchForOrphansOfUser(userId, userIds));
+      const userSessions = sessions.userSessions!;
+      presence.alsoAddForUser((userId, userIds) => userSessions.watchForOrphans(userId, userIds));
     }
   }
 
@@ -143,6 +144,8 @@ export class SessionResumeService {
     const taken = await this.sessions.takeOver(offer.token, handler.name);
     if (!taken.ok) return null;
     const { record, token } = taken;
+    // SPEC §12.6: revoked right after this takeover, its DELETE already here: the session ends, a normal connect follows.
+    if (this.sessions.isRevoked(record.connectionId)) return this.endTakenRevoked(socket, handler, record);
     const local = this.registry.get(record.connectionId);
     if (local !== undefined && local.isResumable && record.previousHolder === this.registry.nodeId) {
       local.generation = record.generation;
@@ -190,6 +193,21 @@ export class SessionResumeService {
     }
     void this.greetResumed(connection, offer, token);
     return connection;
+  }
+
+  /**
+   * The takeover moved the session (and its presence count) here, but its
+   * revocation came first: registered and removed at once, so its count
+   * leaves as the holder's confirmation of the end (the presence leave script).
+   */
+  private endTakenRevoked(socket: GatewaySocket, handler: Handler, record: SessionRecord): null {
+    const local = this.registry.get(record.connectionId);
+    if (local !== undefined) this.sessions.handOver(local);
+    const connection = this.registry.adopt(record.connectionId, socket, handler);
+    connection.identity = new Identity(record.userId, record.authJson);
+    this.registry.bindUser(connection, record.userId);
+    this.registry.remove(connection);
+    return null;
   }
 
   /** The session takes `socket`; a half-open old socket is closed with 4409 (its close no longer concerns the session). */

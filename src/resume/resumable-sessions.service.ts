@@ -6,12 +6,13 @@ import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { CLOSE_SESSION_RESUMED, REASON_SERVICE_RESTART, REASON_SESSION_RESUMED } from '../protocol/close-codes';
+import { CLOSE_DISCONNECTED, CLOSE_SESSION_RESUMED, REASON_DISCONNECTED, REASON_SERVICE_RESTART, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
 import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
 import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
 import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
+import { UserSessions } from './user-sessions';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
 export type ClusterTakeover = { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
@@ -23,6 +24,13 @@ const NO_SUBSCRIPTIONS: SessionSubscriptions = { topics: new Map(), namespaces: 
 
 /** Digests of ended sessions' tokens are remembered this long (to count `expired`), at most this many. */
 const MAX_ENDED_REMEMBERED = 100_000;
+/**
+ * Cluster mode: connection ids a DELETE reached here, remembered this long
+ * (at most this many): a takeover whose reply from Redis was still on its way
+ * then cannot bring the session back here (SPEC §12.6).
+ */
+const REVOKED_MEMORY_MS = 60_000;
+const MAX_REVOKED_REMEMBERED = 100_000;
 
 /**
  * SPEC §12 resumable sessions on this node: the single-use token of each
@@ -43,10 +51,14 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly detachedPerUser: DetachedPerUser<Connection>;
   /** Digest → ms at which it is forgotten, oldest first. */
   private readonly ended = new Map<string, number>();
+  /** Connection id → ms at which it is forgotten, oldest first (cluster mode). */
+  private readonly revoked = new Map<string, number>();
   private readonly results;
   private readonly logger = new Logger(ResumableSessionsService.name);
   /** Cluster mode (SPEC §12.5): the sessions' records in Redis; null on one node. */
   readonly records: SessionRecords | null = null;
+  /** Cluster mode: each user's sessions in Redis, for revocation and endpoint 8; null on one node. */
+  readonly userSessions: UserSessions | null = null;
   private subscriptionsOf: (connection: Connection) => SessionSubscriptions = () => NO_SUBSCRIPTIONS;
   private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<string | null> = () => Promise.resolve(null);
 
@@ -62,6 +74,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     registry.onRemove((connection) => this.forget(connection));
     if (cluster.link !== null && isResumeOffered(config)) {
       const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held(), () => this.restarts()));
+      this.userSessions = new UserSessions(cluster.link, cluster.names);
       registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)).catch((err: unknown) => this.movedAway(connection, err)));
       broker.locate({
         // A draining node gave its resumable sessions away (held by no node): commands go to their records.
@@ -73,6 +86,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
         applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
       });
       broker.handle<number>('session_taken', (connectionId, generation) => this.takenElsewhere(connectionId, generation));
+      records.onEnded((connectionId) => this.endRevoked(connectionId));
     }
   }
 
@@ -106,7 +120,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (digest === undefined || connection.identity === null) return null;
     const identity = connection.identity;
     const windowEndAt = connection.state === 'detached' ? (this.windowEnds.get(connection) ?? 0) : 0;
-    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, authorization: identity.authorization, handlerName: connection.handler.name, windowEndAt };
+    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, handlerName: connection.handler.name, windowEndAt };
   }
 
   /** After a Redis reconnection: every authorized session here, to be written again. */
@@ -177,6 +191,46 @@ export class ResumableSessionsService implements OnModuleDestroy {
   handOver(connection: Connection): void {
     connection.isHandedOver = true;
     if (connection.state !== 'detached') connection.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
+    this.registry.remove(connection);
+  }
+
+  /**
+   * Cluster mode, SPEC §12.6: a DELETE for `connectionId` reached this node
+   * (its session was revoked in Redis first). Remembered for a while: a
+   * takeover of it that Redis ran just before the revocation, whose reply is
+   * still on its way here, is then dropped instead of rebuilt.
+   */
+  markRevoked(connectionId: string): void {
+    if (this.records === null) return;
+    const now = Date.now();
+    for (const [old, forgetAt] of this.revoked) {
+      if (forgetAt > now && this.revoked.size < MAX_REVOKED_REMEMBERED) break;
+      this.revoked.delete(old);
+    }
+    this.revoked.set(connectionId, now + REVOKED_MEMORY_MS);
+  }
+
+  isRevoked(connectionId: string): boolean {
+    const forgetAt = this.revoked.get(connectionId);
+    return forgetAt !== undefined && forgetAt > Date.now();
+  }
+
+  /**
+   * A copy here of a session that another node held when it was revoked
+   * (the takeover's notice is still on its way): it goes with 4403, with no
+   * presence change (the holder's count goes when the holder ends it).
+   */
+  dropStale(connection: Connection): void {
+    connection.isHandedOver = true;
+    connection.close(CLOSE_DISCONNECTED, REASON_DISCONNECTED);
+    this.registry.remove(connection);
+  }
+
+  /** Revoked while this node could not hear of it: its copy here ends now (close 4403), as the DELETE would have. */
+  private endRevoked(connectionId: string): void {
+    const connection = this.registry.get(connectionId);
+    if (connection === undefined || !connection.isResumable) return;
+    connection.close(CLOSE_DISCONNECTED, REASON_DISCONNECTED);
     this.registry.remove(connection);
   }
 
@@ -261,7 +315,9 @@ export class ResumableSessionsService implements OnModuleDestroy {
 
   /** This node's sessions, for the refresh of their records. */
   private *held(): Iterable<HeldSession> {
-    for (const [connection, digest] of this.digestOf) yield { connectionId: connection.id, digest, isDetached: connection.state === 'detached' };
+    for (const [connection, digest] of this.digestOf) {
+      if (connection.userId !== null) yield { connectionId: connection.id, userId: connection.userId, digest, isDetached: connection.state === 'detached' };
+    }
   }
 
   private forget(connection: Connection): void {

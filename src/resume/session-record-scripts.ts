@@ -1,7 +1,8 @@
 /**
  * The Lua scripts of the session records (SPEC §12.5; docs/cluster.md
  * "Resumable sessions"), beside SessionRecords, which runs them. Each runs
- * atomically on one Redis; keys are built from the prefix inside the scripts.
+ * atomically on one Redis. The older ones build keys from the prefix; the
+ * revocation and user-index scripts take every key they touch in KEYS.
  */
 import { STATUS_VERSIONS, REDIS_NOW } from '../sessions/status-version';
 
@@ -14,7 +15,7 @@ export const ORPHAN_BATCH = 100;
 /** Origin of status changes published by these scripts: no node's, so every node delivers them. */
 export const SCRIPT_ORIGIN = '~|';
 
-const NOW = `${REDIS_NOW}
+export const NOW = `${REDIS_NOW}
 ${STATUS_VERSIONS}`;
 
 /** Moves one connection of user `u` (hash `uk`) from count field `from` to `to`, keeping each node's user set. */
@@ -41,6 +42,7 @@ local rk = p .. 'rs:' .. cid
 local f = redis.call('HGETALL', rk)
 local r = {}
 for i = 1, #f, 2 do r[f[i]] = f[i + 1] end
+if r.x then return {'expired'} end
 if r.d ~= ARGV[1] or r.h ~= ARGV[2] or not r.uk then return {'invalid'} end
 local w = tonumber(r.w or '0')
 if w > 0 and w <= now then return {'expired'} end
@@ -90,12 +92,11 @@ end
 redis.call('DEL', set)
 return n`;
 
-/** Ends an orphaned session `cid` (record key `rk`, fields r = {n, uk, d}) as if its connection closed now (SPEC §12.2, §8). */
-const END_ORPHAN = `local function endOrphan(p, cid, rk, r, now, origin)
-  local uk = r[2]
-  redis.call('DEL', rk)
-  redis.call('ZREM', p .. 'ro', cid)
-  redis.call('SET', p .. 'rt:' .. r[3], '', 'PX', ${ENDED_TTL_MS})
+/**
+ * A user's hash `uk` lost its orphans' count ('*') of one session: a user
+ * left without connections while `inactive` goes `offline` (SPEC §8).
+ */
+export const ORPHAN_LEAVES = `local function orphanLeaves(uk, deadlines, sv, now, origin)
   if redis.call('HINCRBY', uk, 'c:*', -1) <= 0 then redis.call('HDEL', uk, 'c:*') end
   local total, s, ver = 0, false, 0
   local fields = redis.call('HGETALL', uk)
@@ -105,11 +106,21 @@ const END_ORPHAN = `local function endOrphan(p, cid, rk, r, now, origin)
     elseif k == 's' then s = v elseif k == 'ver' then ver = tonumber(v) end
   end
   if total <= 0 and s == 'inactive' then
-    ver = offlineVersion(now, ver, p .. 'sv')
+    ver = offlineVersion(now, ver, sv)
     redis.call('DEL', uk)
-    redis.call('ZREM', p .. 'deadlines', uk)
+    redis.call('ZREM', deadlines, uk)
     redis.call('PUBLISH', uk, origin .. '["offline",' .. ver .. ']')
   end
+end`;
+
+/** Ends an orphaned session `cid` (record key `rk`, fields r = {n, uk, d, us}) as if its connection closed now (SPEC §12.2, §8). */
+const END_ORPHAN = `${ORPHAN_LEAVES}
+local function endOrphan(p, cid, rk, r, now, origin)
+  redis.call('DEL', rk)
+  redis.call('ZREM', p .. 'ro', cid)
+  redis.call('SET', p .. 'rt:' .. r[3], '', 'PX', ${ENDED_TTL_MS})
+  if r[4] then redis.call('SREM', r[4], cid) end
+  orphanLeaves(r[2], p .. 'deadlines', p .. 'sv', now, origin)
 end`;
 
 // Orphaned sessions whose window ended: each ends as if its connection closed then.
@@ -121,7 +132,7 @@ local out = {}
 for _, cid in ipairs(redis.call('ZRANGEBYSCORE', p .. 'ro', '-inf', now, 'LIMIT', 0, tonumber(ARGV[2]))) do
   redis.call('ZREM', p .. 'ro', cid)
   local rk = p .. 'rs:' .. cid
-  local r = redis.call('HMGET', rk, 'n', 'uk', 'd')
+  local r = redis.call('HMGET', rk, 'n', 'uk', 'd', 'us')
   if r[1] == '' and r[2] then
     endOrphan(p, cid, rk, r, now, ARGV[3])
     table.insert(out, cid)
@@ -150,50 +161,41 @@ elseif op == 'watch' then
   for _, u in ipairs(cjson.decode(ARGV[5])) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
   redis.call('HSET', rk, 'wu', #list == 0 and '[]' or cjson.encode(list))
 elseif op == 'end' then
-  endOrphan(p, cid, rk, redis.call('HMGET', rk, 'n', 'uk', 'd'), now, ARGV[6])
+  endOrphan(p, cid, rk, redis.call('HMGET', rk, 'n', 'uk', 'd', 'us'), now, ARGV[6])
 end
 return ''`;
 
-// DELETE /v1/user/<user>/connections (SPEC §12.6) for the sessions of `user` held by no node.
-// ARGV: prefix, user id, origin head. Orphans are few (they wait for their client after a drain or a death).
-export const END_USER_ORPHANS = `${NOW}
-${END_ORPHAN}
-local p = ARGV[1]
-local n = 0
-for _, cid in ipairs(redis.call('ZRANGE', p .. 'ro', 0, -1)) do
-  local rk = p .. 'rs:' .. cid
-  local r = redis.call('HMGET', rk, 'n', 'uk', 'd', 'u')
-  if r[1] == '' and r[4] == ARGV[2] then
-    endOrphan(p, cid, rk, r, now, ARGV[3])
-    n = n + 1
-  end
-end
-return n`;
-
 // A session's record written by its holder: when it starts, and again after a Redis reconnection
 // (its subscriptions then follow from scratch: the t: and l: fields go first). Nothing when another node
-// holds the session (it was taken over meanwhile). KEYS: record, token key, node's sessions.
-// ARGV: node, attached TTL, digest, user, auth JSON, identity, handler, window ms, user hash key,
+// holds the session (it was taken over meanwhile), and -1 when it was revoked (SPEC §12.6: its end mark
+// is there; the holder ends its copy). The authorization answer is kept once (field a; the identity
+// header is derived from it). KEYS: record, token key, node's sessions, the user's sessions.
+// ARGV: node, attached TTL, digest, user, auth JSON, handler, window ms, user hash key,
 // window end (0: attached), connection id, '1' to clear the subscriptions.
-export const WRITE_START = `local n = redis.call('HGET', KEYS[1], 'n')
+export const WRITE_START = `if redis.call('HEXISTS', KEYS[1], 'x') == 1 then return -1 end
+local n = redis.call('HGET', KEYS[1], 'n')
 if n and n ~= ARGV[1] then return 0 end
-if ARGV[12] == '1' then
+if ARGV[11] == '1' then
   for _, f in ipairs(redis.call('HKEYS', KEYS[1])) do
     local k = f:sub(1, 2)
     if k == 't:' or k == 'l:' then redis.call('HDEL', KEYS[1], f) end
   end
 end
-redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'i', ARGV[6], 'h', ARGV[7], 'n', ARGV[1], 'w', ARGV[10], 'wm', ARGV[8], 'uk', ARGV[9])
-local w = tonumber(ARGV[10])
+redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'h', ARGV[6], 'n', ARGV[1], 'w', ARGV[9], 'wm', ARGV[7], 'uk', ARGV[8], 'us', KEYS[4])
+redis.call('HDEL', KEYS[1], 'i')
+local w = tonumber(ARGV[9])
 if w > 0 then
   redis.call('PEXPIREAT', KEYS[1], w + ${AFTER_WINDOW_MS})
-  redis.call('SET', KEYS[2], ARGV[11], 'PXAT', w + ${AFTER_WINDOW_MS})
+  redis.call('SET', KEYS[2], ARGV[10], 'PXAT', w + ${AFTER_WINDOW_MS})
 else
   redis.call('PEXPIRE', KEYS[1], ARGV[2])
-  redis.call('SET', KEYS[2], ARGV[11], 'PX', ARGV[2])
+  redis.call('SET', KEYS[2], ARGV[10], 'PX', ARGV[2])
 end
-redis.call('SADD', KEYS[3], ARGV[11])
-redis.call('PEXPIRE', KEYS[3], tonumber(ARGV[2]) + tonumber(ARGV[8]) + ${AFTER_WINDOW_MS})
+local keep = tonumber(ARGV[2]) + tonumber(ARGV[7]) + ${AFTER_WINDOW_MS}
+redis.call('SADD', KEYS[3], ARGV[10])
+redis.call('PEXPIRE', KEYS[3], keep)
+redis.call('SADD', KEYS[4], ARGV[10])
+if redis.call('PTTL', KEYS[4]) < keep then redis.call('PEXPIRE', KEYS[4], keep) end
 return 1`;
 
 // A change of a held session's record (subscriptions, window end), written only while this node
@@ -213,19 +215,3 @@ if ARGV[2] ~= '' then
   redis.call('PEXPIREAT', KEYS[1], tonumber(ARGV[2]) + ${AFTER_WINDOW_MS})
 end
 return 1`;
-
-// Endpoint 8 (SPEC §7, §12.2) for the sessions of `user` held by no node and subscribed to the users lattice.
-// ARGV: prefix, user id, JSON list of users to add.
-export const WATCH_USER_ORPHANS = `local p = ARGV[1]
-local adds = cjson.decode(ARGV[3])
-for _, cid in ipairs(redis.call('ZRANGE', p .. 'ro', 0, -1)) do
-  local rk = p .. 'rs:' .. cid
-  local r = redis.call('HMGET', rk, 'n', 'u', 'wu')
-  if r[1] == '' and r[2] == ARGV[2] and r[3] then
-    local list, seen = {}, {}
-    for _, u in ipairs(cjson.decode(r[3])) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
-    for _, u in ipairs(adds) do if not seen[u] then seen[u] = true; table.insert(list, u) end end
-    redis.call('HSET', rk, 'wu', #list == 0 and '[]' or cjson.encode(list))
-  end
-end
-return 0`;

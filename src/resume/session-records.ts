@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { SessionMovedError } from '../cluster/session-moved.error';
-import { AFTER_WINDOW_MS, EDIT_ORPHAN, END_ORPHANS, END_USER_ORPHANS, ORPHAN, ORPHAN_BATCH, ORPHAN_POLL_MS, SCRIPT_ORIGIN, TAKEOVER, WATCH_USER_ORPHANS, WRITE_CHANGE, WRITE_START } from './session-record-scripts';
+import { AFTER_WINDOW_MS, EDIT_ORPHAN, END_ORPHANS, ORPHAN, ORPHAN_BATCH, ORPHAN_POLL_MS, SCRIPT_ORIGIN, TAKEOVER, WRITE_CHANGE, WRITE_START } from './session-record-scripts';
 
 /** A topic position as a record keeps it: `[offset, epoch]`, epoch null before the topic's first publish. */
 export type RecordedPosition = readonly [offset: number, epoch: string | null];
@@ -37,7 +37,6 @@ export interface SessionStart {
   readonly digest: string;
   readonly userId: string;
   readonly authJson: string;
-  readonly authorization: string;
   readonly handlerName: string;
   /** 0 while attached. */
   readonly windowEndAt: number;
@@ -82,6 +81,7 @@ interface Written {
 /** A session this node holds, as the writer sees it. */
 export interface HeldSession {
   readonly connectionId: string;
+  readonly userId: string;
   readonly digest: string;
   readonly isDetached: boolean;
 }
@@ -99,8 +99,7 @@ export class SessionRecords {
   private readonly orphanScript: Script;
   private readonly endOrphansScript: Script;
   private readonly editOrphanScript: Script;
-  private readonly endUserOrphansScript: Script;
-  private readonly watchUserOrphansScript: Script;
+  private onEndedListener: (connectionId: string) => void = () => undefined;
   private readonly writeStartName = 'gatewaySessionWriteStart';
   private readonly writeChangeName = 'gatewaySessionWriteChange';
   private readonly written = new Map<string, Written>();
@@ -124,9 +123,7 @@ export class SessionRecords {
     this.orphanScript = link.script('gatewaySessionOrphan', 0, ORPHAN);
     this.endOrphansScript = link.script('gatewaySessionEndOrphans', 0, END_ORPHANS);
     this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
-    this.endUserOrphansScript = link.script('gatewaySessionEndUserOrphans', 0, END_USER_ORPHANS);
-    this.watchUserOrphansScript = link.script('gatewaySessionWatchUserOrphans', 0, WATCH_USER_ORPHANS);
-    link.script(this.writeStartName, 3, WRITE_START);
+    link.script(this.writeStartName, 4, WRITE_START);
     link.script(this.writeChangeName, 1, WRITE_CHANGE);
     // After a reconnection Redis may have lost the records (or missed changes made while it was down).
     let isFirstUp = true;
@@ -134,7 +131,7 @@ export class SessionRecords {
       if (isFirstUp) return void (isFirstUp = false);
       this.written.clear();
       // A session another node took over meanwhile is forgotten by the flush (its notice follows).
-      for (const [start, subscriptions] of this.restart()) this.queue(start.connectionId, { start, subscriptions, isRestart: true }).catch(() => undefined);
+      for (const [start, subscriptions] of this.restart()) this.rewrite(start, subscriptions).catch(() => undefined);
     });
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
@@ -149,6 +146,20 @@ export class SessionRecords {
   /** A session started (its hello is about to go): resolves once its record is in Redis. */
   started(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
     return this.queue(start.connectionId, { start, subscriptions });
+  }
+
+  /**
+   * After a Redis reconnection: the session's record written again from
+   * scratch. A session revoked meanwhile is not: its copy here must end
+   * ({@link onEnded}).
+   */
+  rewrite(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
+    return this.queue(start.connectionId, { start, subscriptions, isRestart: true });
+  }
+
+  /** Who ends a copy here whose session was revoked while this node could not hear of it (SPEC §12.6). */
+  onEnded(listener: (connectionId: string) => void): void {
+    this.onEndedListener = listener;
   }
 
   /** Its subscriptions changed: resolves once the record says so. */
@@ -221,16 +232,6 @@ export class SessionRecords {
     return reply;
   }
 
-  /** Endpoint 8 for the sessions of `userId` that no node holds and that watch users. */
-  async watchForOrphansOfUser(userId: string, userIds: readonly string[]): Promise<void> {
-    await this.watchUserOrphansScript([], [this.names.prefix, userId, JSON.stringify(userIds)]);
-  }
-
-  /** SPEC §12.6: end the sessions of `userId` that no node holds (the nodes end the ones they hold). */
-  async endOrphansOfUser(userId: string): Promise<void> {
-    await this.endUserOrphansScript([], [this.names.prefix, userId, SCRIPT_ORIGIN]);
-  }
-
   /**
    * A node drains (itself) or was declared dead: its sessions are detached
    * and held by no node until resumed or their window ends (SPEC §12.5).
@@ -270,16 +271,18 @@ export class SessionRecords {
     const pipeline = this.link.command.pipeline() as unknown as Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
     /** Pipeline index of each change script → its session. */
     const changes = new Map<number, string>();
+    /** Pipeline index of each start script → its session. */
+    const starts = new Map<number, string>();
     let commands = 0;
     for (const [connectionId, change] of batch) {
       const key = this.names.session(connectionId);
       const start = change.start;
       if (start !== undefined) {
-        const keys = [key, this.names.sessionToken(start.digest), this.names.nodeSessions(this.nodeId)];
-        const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.authorization, start.handlerName, this.windowMs];
+        const keys = [key, this.names.sessionToken(start.digest), this.names.nodeSessions(this.nodeId), this.names.userSessions(start.userId)];
+        const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.handlerName, this.windowMs];
         const more = [this.names.channel('u', start.userId), start.windowEndAt, connectionId, change.isRestart === true ? '1' : '0'];
         pipeline[this.writeStartName](...keys, ...args, ...more);
-        commands++;
+        starts.set(commands++, connectionId);
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
       }
@@ -291,6 +294,13 @@ export class SessionRecords {
     if (commands === 0) return moved;
     try {
       const replies = (await this.link.timed('session records', pipeline.exec())) ?? [];
+      for (const [index, connectionId] of starts) {
+        // Revoked while this node could not hear of it (SPEC §12.6): its copy ends here too, never written back.
+        if (replies[index]?.[1] !== -1) continue;
+        changes.delete(index + 1);
+        this.forget(connectionId);
+        this.onEndedListener(connectionId);
+      }
       for (const [index, connectionId] of changes) {
         const reply = replies[index]?.[1];
         if (typeof reply !== 'string') continue;
@@ -325,8 +335,12 @@ export class SessionRecords {
     if (this.isStopped || !this.link.isUp) return;
     const pipeline = this.link.command.pipeline();
     let count = 0;
+    const users = new Set<string>();
     for (const session of this.held()) {
       count++;
+      // The user's sessions set lives as long as the longest record in it may.
+      if (!users.has(session.userId)) pipeline.pexpire(this.names.userSessions(session.userId), ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS);
+      users.add(session.userId);
       if (session.isDetached) continue;
       pipeline.pexpire(this.names.session(session.connectionId), ATTACHED_TTL_MS);
       pipeline.pexpire(this.names.sessionToken(session.digest), ATTACHED_TTL_MS);

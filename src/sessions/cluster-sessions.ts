@@ -65,21 +65,29 @@ if want then
 end
 return {s, ver}`;
 
-// KEYS: user hash, node's users, deadlines, the node's liveness key, status floor.
+// KEYS: user hash, node's users, deadlines, the node's liveness key, status floor, the user's resumable sessions.
 // ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again),
 // and for a resumable session (SPEC §12.5) ending here: its connection id and REDIS_PREFIX, else ''. Such a session
 // leaves only while this node holds it (another took it over, with its count, or it was orphaned by a reaper);
-// its record goes and its token is remembered as ended.
+// its record goes and its token is remembered as ended. A revoked one (SPEC §12.6: its record is its end mark,
+// field x = the node that held it then) leaves only from that node, which so confirms the end.
 const LEAVE = `${NOW}
 if ARGV[6] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0} end
 if ARGV[7] ~= '' then
   local rk = ARGV[8] .. 'rs:' .. ARGV[7]
-  local r = redis.call('HMGET', rk, 'n', 'd')
+  local r = redis.call('HMGET', rk, 'n', 'd', 'x')
   if r[1] and r[1] ~= ARGV[1] then return {false, 0} end
+  if r[3] and r[3] ~= ARGV[1] then
+    redis.call('SREM', ARGV[8] .. 'rn:' .. ARGV[1], ARGV[7])
+    return {false, 0}
+  end
   if r[1] then
     redis.call('DEL', rk)
     redis.call('SET', ARGV[8] .. 'rt:' .. r[2], '', 'PX', 60000)
+  elseif r[3] then
+    redis.call('HSET', rk, 'x', '')
   end
+  redis.call('SREM', KEYS[6], ARGV[7])
   redis.call('SREM', ARGV[8] .. 'rn:' .. ARGV[1], ARGV[7])
 end
 local field = 'c:' .. ARGV[1]
@@ -155,7 +163,7 @@ export class ClusterSessions {
     private readonly countOf: (userId: string) => number,
   ) {
     this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
-    this.leaveScript = link.script('gatewaySessionLeave', 5, LEAVE);
+    this.leaveScript = link.script('gatewaySessionLeave', 6, LEAVE);
     this.claimScript = link.script('gatewaySessionClaim', 2, CLAIM);
     this.head = originHead(nodeId);
     link.onUp(() => this.reassert());
@@ -306,7 +314,7 @@ export class ClusterSessions {
 
   private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean, sessionId: string | null = null): Promise<void> {
     const key = this.names.channel('u', userId);
-    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId), this.names.statusFloor];
+    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId), this.names.statusFloor, this.names.userSessions(userId)];
     const isReaping = nodeId === this.nodeId ? '0' : '1';
     const session = sessionId === null ? ['', ''] : [sessionId, this.names.prefix];
     const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping, ...session])) as StatusReply;

@@ -188,7 +188,7 @@ export class RedisSentinel {
    */
   async cutReplica(ms = 5000): Promise<void> {
     this.link.isCut = true;
-    this.replicaLink.cutConnections();
+    this.replicaLink.cutAll();
     const replica = this.replicaPort();
     await untilTrue(async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')), `the replica on ${replica} to report its link down`, ms);
   }

@@ -60,8 +60,12 @@ export class TcpProxy {
     return [...this.upstreams.values()].filter((p) => p === port).length;
   }
 
-  /** Cut every connection through it now; it keeps listening (a new connection goes to `targets()` again). */
-  cutConnections(): void {
+  /**
+   * Cut every connection through it now, as a network loss between the two
+   * sides does (the proxy keeps listening; `targets()` decides whether new
+   * connections get through).
+   */
+  cutAll(): void {
     for (const socket of this.sockets) socket.destroy();
   }
 

@@ -1,0 +1,94 @@
+import { ClusterNames } from '../cluster/channels';
+import { RedisLink } from '../cluster/redis-link';
+import { SCRIPT_ORIGIN } from './session-record-scripts';
+import { REVOKE, REVOKE_USER, WATCH_USER_ORPHANS } from './user-session-scripts';
+
+/**
+ * A revocation recorded in Redis (SPEC §12.6): `holder` is the node that must
+ * end its copy ('' none: it ended in Redis alone), or null when Redis has no
+ * record of the session (a legacy or still pending connection, or none).
+ */
+export interface Revocation {
+  readonly holder: string | null;
+}
+
+/** Sessions a user-wide revocation found held by a node: [connection id, holder]. */
+export type HeldRevocations = ReadonlyArray<readonly [connectionId: string, holder: string]>;
+
+/** A script over a user's sessions set read just before answers 'retry' when it changed in between: this many tries. */
+const USER_SET_TRIES = 5;
+
+type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
+
+/**
+ * One user's resumable sessions in Redis (cluster mode), found through the
+ * user's index (`ClusterNames.userSessions`), never by a scan of the cluster's
+ * sessions (SPEC §12.2): revoking one session or all of a user's (SPEC §12.6),
+ * and endpoint 8 for the user's sessions no node holds.
+ */
+export class UserSessions {
+  private readonly revokeScript: Script;
+  /** Scripts whose KEYS count varies (one record per session of the user): numkeys goes first. */
+  private readonly revokeUserName = 'gatewaySessionRevokeUser';
+  private readonly watchOrphansName = 'gatewaySessionWatchUserOrphans';
+
+  constructor(
+    private readonly link: RedisLink,
+    private readonly names: ClusterNames,
+  ) {
+    this.revokeScript = link.script('gatewaySessionRevoke', 6, REVOKE);
+    link.command.defineCommand(this.revokeUserName, { lua: REVOKE_USER });
+    link.command.defineCommand(this.watchOrphansName, { lua: WATCH_USER_ORPHANS });
+  }
+
+  /**
+   * End the session `connectionId` in Redis, whichever node holds it: from
+   * now on no takeover of it succeeds, and its holder cannot write it again.
+   * Rejects when Redis cannot be reached (nothing was recorded).
+   */
+  async revoke(connectionId: string): Promise<Revocation> {
+    const userId = await this.link.timed('hget', this.link.command.hget(this.names.session(connectionId), 'u'));
+    if (userId === null || userId === '') return { holder: null };
+    const keys = [this.names.session(connectionId), this.names.userSessions(userId), this.names.user(userId), this.names.orphanSessions, this.names.deadlines, this.names.statusFloor];
+    const reply = (await this.revokeScript(keys, [connectionId, SCRIPT_ORIGIN])) as string[];
+    return { holder: reply.length === 0 ? null : reply[0] };
+  }
+
+  /**
+   * End every session of `userId` that Redis has a record of (held anywhere
+   * or by no node). Returns those a node holds: each holder must end its
+   * copy. Rejects when Redis cannot be reached.
+   */
+  async revokeUser(userId: string): Promise<HeldRevocations> {
+    const keys = [this.names.user(userId), this.names.orphanSessions, this.names.deadlines, this.names.statusFloor];
+    const flat = (await this.overSessionsOf(userId, this.revokeUserName, keys, [SCRIPT_ORIGIN])) as string[];
+    const held: Array<[string, string]> = [];
+    for (let i = 0; i < flat.length; i += 2) held.push([flat[i], flat[i + 1]]);
+    return held;
+  }
+
+  /** Endpoint 8 for the sessions of `userId` that no node holds and that watch users (the nodes do the held ones). */
+  async watchForOrphans(userId: string, userIds: readonly string[]): Promise<void> {
+    await this.overSessionsOf(userId, this.watchOrphansName, [], [JSON.stringify(userIds)]);
+  }
+
+  /**
+   * Run script `name` over the sessions of `userId`: their ids are read from
+   * the user's set, then the script gets the set, `keys` and each record as
+   * KEYS (every key it touches), `args` then the ids as ARGV; it answers
+   * 'retry' when the set changed in between. Two round trips; one when Redis
+   * has no session of the user.
+   */
+  private async overSessionsOf(userId: string, name: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+    const set = this.names.userSessions(userId);
+    const run = (this.link.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(this.link.command);
+    for (let tries = 0; tries < USER_SET_TRIES; tries++) {
+      const ids = await this.link.timed('smembers', this.link.command.smembers(set));
+      if (ids.length === 0) return [];
+      const allKeys = [set, ...keys, ...ids.map((id) => this.names.session(id))];
+      const reply = await this.link.timed(name, run(allKeys.length, ...allKeys, ...args, ...ids));
+      if (reply !== 'retry') return reply;
+    }
+    throw new Error(`the sessions of a user kept changing (${USER_SET_TRIES} reads)`);
+  }
+}
