@@ -1,8 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { ClusterNames } from '../cluster/channels';
+import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
 import { SessionMovedError } from '../cluster/session-moved.error';
 import { AFTER_WINDOW_MS, EDIT_ORPHAN, END_ORPHANS, ORPHAN, ORPHAN_BATCH, ORPHAN_POLL_MS, SCRIPT_ORIGIN, TAKEOVER, WRITE_CHANGE, WRITE_START } from './session-record-scripts';
+
+/** A tick's flush: the sessions whose record named another holder (connection id → holder), and whether REDIS_WAIT_REPLICAS confirmed the writes. */
+interface Flushed {
+  readonly moved: Map<string, string>;
+  isConfirmed: boolean;
+}
+
+const NOT_CONFIRMED = new ClusterUnavailableError('cluster_unavailable', 'the session record was not confirmed by the Redis replicas in time; retry');
 
 /** A topic position as a record keeps it: `[offset, epoch]`, epoch null before the topic's first publish. */
 export type RecordedPosition = readonly [offset: number, epoch: string | null];
@@ -106,7 +115,7 @@ export class SessionRecords {
   /** Writes of this tick: connection id → the record's new state (a start, or subscriptions). */
   private readonly pending = new Map<string, Change>();
   /** The tick's flush: resolves to the sessions whose record named another holder (connection id → holder). */
-  private flushing: Promise<Map<string, string>> | null = null;
+  private flushing: Promise<Flushed> | null = null;
   private refreshTimer: NodeJS.Timeout | null = null;
   private orphanTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
@@ -256,18 +265,21 @@ export class SessionRecords {
     this.pending.set(connectionId, { ...known, ...change });
     // One pipeline per tick for every session that changed in it.
     const flushed = (this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush()));
-    return flushed.then((moved) => {
+    return flushed.then(({ moved, isConfirmed }) => {
       const holder = moved.get(connectionId);
       if (holder !== undefined) throw new SessionMovedError(holder);
+      // SPEC §13.1 REDIS_WAIT_REPLICAS: a subscription change is answered (204) only once replicas have it.
+      if (!isConfirmed && change.subscriptions !== undefined && change.start === undefined) throw NOT_CONFIRMED;
     });
   }
 
-  private async flush(): Promise<Map<string, string>> {
+  private async flush(): Promise<Flushed> {
     this.flushing = null;
     const moved = new Map<string, string>();
+    const flushed: Flushed = { moved, isConfirmed: true };
     const batch = [...this.pending];
     this.pending.clear();
-    if (this.isStopped) return moved;
+    if (this.isStopped) return flushed;
     const pipeline = this.link.command.pipeline() as unknown as Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
     /** Pipeline index of each change script → its session. */
     const changes = new Map<number, string>();
@@ -291,9 +303,10 @@ export class SessionRecords {
       pipeline[this.writeChangeName](key, this.nodeId, change.windowEndAt ?? '', fields.length / 2, ...fields, ...gone);
       changes.set(commands++, connectionId);
     }
-    if (commands === 0) return moved;
+    if (commands === 0) return flushed;
     try {
       const replies = (await this.link.timed('session records', pipeline.exec())) ?? [];
+      await this.link.confirmWrites().catch(() => (flushed.isConfirmed = false));
       for (const [index, connectionId] of starts) {
         // Revoked while this node could not hear of it (SPEC §12.6): its copy ends here too, never written back.
         if (replies[index]?.[1] !== -1) continue;
@@ -311,7 +324,7 @@ export class SessionRecords {
     } catch (err) {
       this.logger.warn({ msg: 'session records not written', sessions: batch.length, error: (err as Error).message });
     }
-    return moved;
+    return flushed;
   }
 
   /** What to set ([field, value, …]) and delete in the record for `subscriptions`, against what was written. */

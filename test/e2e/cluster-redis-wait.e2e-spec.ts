@@ -60,9 +60,17 @@ describe('cluster: REDIS_WAIT_REPLICAS (SPEC §13.1)', () => {
     for (let n = 1; n <= 4; n++) expect([n, (await update(n)).status]).toEqual([n, 204]);
   });
 
-  it('with the replica gone, every history publish and lattice update answers 503 cluster_unavailable after REDIS_WAIT_TIMEOUT, none 204', async () => {
+  it('with the replica gone, every history publish, lattice update and session-record change answers 503 cluster_unavailable after REDIS_WAIT_TIMEOUT, none 204', async () => {
     await startNodes({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT: '100ms' });
+    await cluster.nodes[0].hello({ query: 'user=ann', protocols: optInProtocols() });
+    const resumable = await cluster.nodes[0].connectionIdOf('user=ann');
+    const legacy = (await cluster.nodes[0].helloAs('lee')).cid;
     await replica.kill();
+    // A resumable session's subscription is in its record (SPEC §12.5): not confirmed, not acknowledged.
+    const recorded = await api(cluster.nodes[1].apiUrl, 'PUT', `/v1/connection/${resumable}/subscriptions/room`);
+    expect([recorded.status, (JSON.parse(recorded.text) as { error: string }).error]).toEqual([503, 'cluster_unavailable']);
+    // A legacy connection's subscription writes nothing to Redis that a failover could lose.
+    expect((await api(cluster.nodes[1].apiUrl, 'PUT', `/v1/connection/${legacy}/subscriptions/room`)).status).toBe(204);
     for (let n = 1; n <= 4; n++) {
       for (const res of [await publish(n), await update(n)]) {
         expect([n, res.status, (JSON.parse(res.text) as { error: string }).error]).toEqual([n, 503, 'cluster_unavailable']);
