@@ -3,9 +3,9 @@ import { ResumeRate } from './resume-rate';
 import { ResumeWindowCounter } from './resume-window-counter';
 
 /**
- * One node (SPEC §12.2): resumes counted in memory, only for resumable
- * sessions this node holds (a token naming any other id fails anyway), so a
- * forged id costs nothing here and the counts stay within the sessions held.
+ * One node (SPEC §12.2): resumes that succeeded counted in memory; a
+ * handshake naming a session this node does not hold is never refused (its
+ * token fails anyway).
  */
 export class MemoryResumeRate extends ResumeRate {
   private readonly counter = new ResumeWindowCounter();
@@ -16,6 +16,10 @@ export class MemoryResumeRate extends ResumeRate {
 
   admit(connectionId: string): number {
     if (this.registry.get(connectionId)?.isResumable !== true) return 0;
-    return this.counter.hit(connectionId, Date.now());
+    return this.counter.waitMs(connectionId, Date.now());
+  }
+
+  resumed(connectionId: string): void {
+    this.counter.hit(connectionId, Date.now());
   }
 }

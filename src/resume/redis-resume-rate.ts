@@ -3,23 +3,29 @@ import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { RESUMES_PER_WINDOW, RESUME_RATE_WINDOW_MS, ResumeRate } from './resume-rate';
 
-// The session's resume count in this window, and the window's ms left (it starts at the first resume).
+// KEYS: the session's resume count. Its count in this window and the window's ms left.
+const READ_RESUMES = `
+local key = KEYS[1]
+return {tonumber(redis.call('GET', key) or '0'), redis.call('PTTL', key)}`;
+
+// KEYS: the session's resume count. ARGV: window ms. One more resume (the window starts at the first).
 const COUNT_RESUME = `
 local key = KEYS[1]
 local window_ms = ARGV[1]
-local count = redis.call('INCR', key)
-if count == 1 then redis.call('PEXPIRE', key, window_ms) end
-return {count, redis.call('PTTL', key)}`;
+if redis.call('INCR', key) == 1 then redis.call('PEXPIRE', key, window_ms) end
+return 1`;
 
 /**
  * Cluster mode (SPEC §12.2): the count lives in Redis under `rr:<cid>`, so a
  * client alternating nodes gets 10 resumes in 10 s in all, not 10 per node.
- * One script call (INCR + PEXPIRE): one round trip per resume, before the
- * upgrade. Redis unreachable: the resume goes on (its takeover then fails,
- * and the handshake becomes a normal connect).
+ * One read before the upgrade (one round trip per resume); a resume that
+ * succeeded is counted after it, not awaited (INCR + PEXPIRE). Redis
+ * unreachable: the resume goes on (its takeover then fails, and the
+ * handshake becomes a normal connect).
  */
 export class RedisResumeRate extends ResumeRate {
   private readonly logger = new Logger(RedisResumeRate.name);
+  private readonly readScript;
   private readonly countScript;
 
   constructor(
@@ -27,17 +33,23 @@ export class RedisResumeRate extends ResumeRate {
     private readonly names: ClusterNames,
   ) {
     super();
+    this.readScript = link.script('gatewayResumeRead', 1, READ_RESUMES);
     this.countScript = link.script('gatewayResumeCount', 1, COUNT_RESUME);
   }
 
   async admit(connectionId: string): Promise<number> {
     if (!this.link.isUp) return 0;
     try {
-      const [count, leftMs] = (await this.countScript([this.names.resumeRate(connectionId)], [RESUME_RATE_WINDOW_MS])) as [number, number];
-      return count <= RESUMES_PER_WINDOW ? 0 : Math.max(leftMs, 1);
+      const [count, leftMs] = (await this.readScript([this.names.resumeRate(connectionId)], [])) as [number, number];
+      return count < RESUMES_PER_WINDOW ? 0 : Math.max(leftMs, 1);
     } catch (err) {
-      this.logger.debug({ msg: 'resume count failed', error: (err as Error).message });
+      this.logger.debug({ msg: 'resume count not read', error: (err as Error).message });
       return 0;
     }
+  }
+
+  resumed(connectionId: string): void {
+    if (!this.link.isUp) return;
+    this.countScript([this.names.resumeRate(connectionId)], [RESUME_RATE_WINDOW_MS]).catch((err: Error) => this.logger.debug({ msg: 'resume not counted', error: err.message }));
   }
 }

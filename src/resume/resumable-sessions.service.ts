@@ -12,6 +12,7 @@ import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
 import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
 import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
+import { ResumeRate } from './resume-rate';
 import { UserSessions } from './user-sessions';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
@@ -68,6 +69,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     metrics: GatewayMetrics,
     cluster: ClusterContext,
     broker: Broker,
+    private readonly resumeRate: ResumeRate,
   ) {
     this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
     this.results = { resumed: metrics.resumes.labels('resumed'), expired: metrics.resumes.labels('expired'), invalid: metrics.resumes.labels('invalid') };
@@ -275,6 +277,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.windowEnds.delete(connection);
     this.detachedPerUser.gone(connection.userId, connection);
     this.results.resumed.inc();
+    this.resumeRate.resumed(connection.id);
   }
 
   /**

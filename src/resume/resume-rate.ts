@@ -12,8 +12,14 @@ export const RESUME_RATE_WINDOW_MS = 10_000;
  */
 export abstract class ResumeRate {
   /**
-   * Count a resume of the session `connectionId` (as its token names it):
-   * 0 when it may go on, else the ms until it may. Never rejects.
+   * Before the upgrade: may a resume of the session `connectionId` (as its
+   * token names it, unverified) go on? 0 when it may, else the ms until it
+   * may. Counts nothing: only resumes that succeed count (see
+   * {@link resumed}), so a forged token naming a session's id cannot use up
+   * that session's resumes. Never rejects.
    */
   abstract admit(connectionId: string): number | Promise<number>;
+
+  /** A resume of `connectionId` succeeded (its token was valid): counted against its 10 in 10 s. */
+  abstract resumed(connectionId: string): void;
 }

@@ -6,8 +6,8 @@ interface Window {
 }
 
 /**
- * Fixed-window counts of resumes per session (one node): every attempt in a
- * window counts, refused ones too, and the window runs from its first. Pure;
+ * Fixed-window counts of resumes per session (one node): the resumes that
+ * succeeded, the window running from its first. Pure;
  * time is passed in. Windows all last as long, so the oldest comes first in
  * the map and expired ones are dropped from its front: O(1) amortised.
  */
@@ -19,13 +19,19 @@ export class ResumeWindowCounter {
     private readonly windowMs = RESUME_RATE_WINDOW_MS,
   ) {}
 
-  /** Count a resume of `sessionId`: 0 when it may go on, else the ms until its window ends. */
-  hit(sessionId: string, nowMs: number): number {
+  /** 0 when `sessionId` may resume now, else the ms until its window ends (it had its resumes in it). */
+  waitMs(sessionId: string, nowMs: number): number {
     this.dropExpired(nowMs);
-    let window = this.windows.get(sessionId);
-    if (window === undefined) this.windows.set(sessionId, (window = { count: 0, endsAt: nowMs + this.windowMs }));
-    window.count++;
-    return window.count <= this.maxPerWindow ? 0 : window.endsAt - nowMs;
+    const window = this.windows.get(sessionId);
+    return window === undefined || window.count < this.maxPerWindow ? 0 : window.endsAt - nowMs;
+  }
+
+  /** Count a resume of `sessionId` that succeeded. */
+  hit(sessionId: string, nowMs: number): void {
+    this.dropExpired(nowMs);
+    const window = this.windows.get(sessionId);
+    if (window === undefined) this.windows.set(sessionId, { count: 1, endsAt: nowMs + this.windowMs });
+    else window.count++;
   }
 
   /** Sessions with a window open (for tests of the bound on memory). */

@@ -612,6 +612,19 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       expect(helloMeta((await resume('bob', other.resume.token)).hello)).toMatchObject({ resumed: true });
     });
 
+    it('forged tokens naming a session do not use up its resumes: only resumes that succeeded count', async () => {
+      await start();
+      const { resume: first, cid } = await optIn('ann');
+      // A token of the right form for ann's session (random part wrong): a normal connect, 12 times over.
+      const forged = 'A'.repeat(32) + cid;
+      for (let round = 1; round <= 12; round++) {
+        const attempt = await resume(`mallory${round}`, forged);
+        expect(helloMeta(attempt.hello)).toMatchObject({ resumed: false });
+        await attempt.client.close();
+      }
+      expect(helloMeta((await resume('ann', first.token)).hello)).toMatchObject({ resumed: true });
+    });
+
     it('a user dropping sessions in a loop cannot fill MAX_CONNECTIONS: one detached session more than RESUME_MAX_DETACHED_PER_USER ends its oldest', async () => {
       await start({ MAX_CONNECTIONS: '4', RESUME_MAX_DETACHED_PER_USER: '2' });
       const tokens: string[] = [];
