@@ -320,7 +320,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
           if (res.status === 204) break;
           expectUnavailable(res);
           if (Date.now() > deadline) throw new Error('timed out after 20000 ms waiting for a 204 through the healthy node');
-          await new Promise((resolve) => setTimeout(resolve, 200));
+          await new Promise((resolve) => setTimeout(resolve, 200)); // pacing retries, as a backend does
         }
       }
       expect(await survivals([b], 'ona', [], [first.token])).toEqual([]);
