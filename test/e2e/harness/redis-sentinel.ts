@@ -3,7 +3,6 @@ import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pollPause, RedisProcess, redisCommand, redisInfo, redisRole, untilTrue } from './redis-process';
 import { freePort } from './redis-server';
-import { TcpProxy } from './tcp-proxy';
 
 const HOST = '127.0.0.1';
 const SENTINEL_COUNT = 3;
@@ -34,9 +33,11 @@ export interface Promotion {
 /**
  * A Sentinel-managed Redis on loopback for tests (SPEC §13.2): a primary, one
  * replica and three sentinels (`redis-server <conf> --sentinel`, quorum 2),
- * each on a free port and stopped by its PID. The replica replicates through
- * a {@link TcpProxy}, so a test can cut it off (it then misses writes) and
- * restore it. Start-up waits until the replica's sync is online and every
+ * each on a free port and stopped by its PID. Replicas authenticate to their
+ * primary as an ACL user of their own, so a test can cut the replica off (the
+ * primary turns that user off and drops the replica: it then misses writes)
+ * and restore it; a sentinel re-pointing the replica cannot undo that (a
+ * proxy on the replication link could be, within its 10 s INFO period). Start-up waits until the replica's sync is online and every
  * sentinel knows the replica and the two other sentinels: a sentinel promotes
  * a replica that never synced, and elects no leader alone. Files (the
  * sentinels' config, a replica's sync RDB) stay in a temporary folder, removed
@@ -52,9 +53,6 @@ export class RedisSentinel {
   private constructor(
     readonly masterName: string,
     private readonly dir: string,
-    private readonly replicaLink: TcpProxy,
-    /** While true, the proxy refuses the replica's replication connections. */
-    private readonly link: { isCut: boolean },
     /** Port of the primary the sentinels were started with, then of the last promotion. */
     private primaryPort: number,
   ) {}
@@ -65,13 +63,11 @@ export class RedisSentinel {
     const dir = mkdtempSync(path.join(tmpdir(), 'gateway-sentinel-'));
     const dataArgs = [...DATA_ARGS, ...(options.dataArgs ?? [])];
     const primary = await dataNode(dir, dataArgs);
-    const link = { isCut: false };
-    const replicaLink = await TcpProxy.start(() => (link.isCut ? [] : [primary.port]));
-    const set = new RedisSentinel(options.masterName ?? 'gwmaster', dir, replicaLink, link, primary.port);
+    const set = new RedisSentinel(options.masterName ?? 'gwmaster', dir, primary.port);
     try {
       set.data.set(primary.port, primary);
       await primary.start();
-      const replica = await dataNode(dir, [...dataArgs, '--replicaof', HOST, String(replicaLink.port)]);
+      const replica = await dataNode(dir, [...dataArgs, '--replicaof', HOST, String(primary.port)]);
       set.data.set(replica.port, replica);
       await replica.start();
       await set.untilReplicaOnline(10_000);
@@ -187,22 +183,21 @@ export class RedisSentinel {
    * down-after periods (their limit on a replica's link-down time).
    */
   async cutReplica(ms = 5000): Promise<void> {
-    this.link.isCut = true;
-    this.replicaLink.cutAll();
+    await redisCommand(this.primaryPort, ['ACL', 'SETUSER', REPLICATION_USER, 'off']);
+    await redisCommand(this.primaryPort, ['CLIENT', 'KILL', 'TYPE', 'replica']);
     const replica = this.replicaPort();
     await untilTrue(async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')), `the replica on ${replica} to report its link down`, ms);
   }
 
   /** Let the replica connect to its primary again; resolves once its sync is online. */
   async restoreReplica(ms = 10_000): Promise<void> {
-    this.link.isCut = false;
+    await redisCommand(this.primaryPort, ['ACL', 'SETUSER', REPLICATION_USER, 'on']);
     await this.untilReplicaOnline(ms);
   }
 
-  /** Stop every process (by PID) and the proxy, and remove the config folder. */
+  /** Stop every process (by PID) and remove the config folder. */
   async close(): Promise<void> {
     await Promise.all([...this.sentinels, ...this.data.values()].map((p) => p.kill()));
-    await this.replicaLink.close();
     rmSync(this.dir, { recursive: true, force: true });
   }
 
@@ -248,7 +243,14 @@ export class RedisSentinel {
 }
 
 /** No snapshots and replicas that load a sync from the socket: a restarted node comes back empty. */
-const DATA_ARGS = ['--bind', HOST, '--save', '', '--appendonly', 'no', '--repl-diskless-load', 'swapdb', '--maxmemory-policy', 'noeviction'];
+/** The ACL user replicas authenticate as (every data node has it, so roles may swap); cutReplica turns it off. */
+const REPLICATION_USER = 'replication';
+const REPLICATION_SECRET = 'replication-secret';
+const DATA_ARGS = [
+  ...['--bind', HOST, '--save', '', '--appendonly', 'no', '--repl-diskless-load', 'swapdb', '--maxmemory-policy', 'noeviction'],
+  ...['--user', REPLICATION_USER, 'on', `>${REPLICATION_SECRET}`, '~*', '&*', '+@all'],
+  ...['--masteruser', REPLICATION_USER, '--masterauth', REPLICATION_SECRET],
+];
 
 /**
  * A primary or replica on a free port, with a folder of its own: a replica's
