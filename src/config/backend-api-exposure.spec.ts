@@ -46,8 +46,10 @@ describe('the loader and an exposed backend API (issue 20)', () => {
     ]);
   });
 
-  it('refuses a misspelt token the same way (the typo is only a warning)', () => {
-    expect(problemsOf({ ...BASE, BACKEND_API_HOST: '0.0.0.0', BACKEND_API_TOKN: 'secret' })).toHaveLength(1);
+  it('refuses a misspelt token the same way, and the refusal names the typo (issue 34)', () => {
+    const problems = problemsOf({ ...BASE, BACKEND_API_HOST: '0.0.0.0', BACKEND_API_TOKN: 'secret' });
+    expect(problems).toHaveLength(2);
+    expect(problems[1]).toBe('BACKEND_API_TOKN: is not a setting; did you mean BACKEND_API_TOKEN?');
   });
 
   it('starts with BACKEND_API_TOKEN, with no warning', () => {

@@ -102,6 +102,13 @@ describe(loadConfig.name, () => {
       expect(problemsOf({})).toEqual(['UPSTREAM_URL: is required (or give GATEWAY_CONFIG with destinations)']);
     });
 
+    it('a start-up that fails names the misspelt settings too (issue 34): UPSTREAM_ULR is why UPSTREAM_URL is missing', () => {
+      expect(problemsOf({ UPSTREAM_ULR: 'http://127.0.0.1:9000' })).toEqual([
+        'UPSTREAM_URL: is required (or give GATEWAY_CONFIG with destinations)',
+        'UPSTREAM_ULR: is not a setting; did you mean UPSTREAM_URL?',
+      ]);
+    });
+
     it('routes * and gateway.* of the default handler to the default destination', () => {
       const sut = loadConfig(BASE);
       const target = { destination: 'default', pathPrefix: '' };

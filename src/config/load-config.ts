@@ -72,7 +72,8 @@ export function loadConfigWithWarnings(env: Record<string, string | undefined>, 
   const problems: string[] = [];
   const warnings: string[] = [];
   const raw = presentValues(env);
-  warnings.push(...settingTypoWarnings(Object.keys(raw), SETTINGS));
+  const typos = settingTypoWarnings(Object.keys(raw), SETTINGS);
+  warnings.push(...typos);
   if (fileText !== undefined) warnings.push(...dropRoutingVars(raw));
   const envDto = plainToInstance(EnvDto, raw, { excludeExtraneousValues: true, exposeDefaultValues: true });
   problems.push(...problemLines(validateSync(envDto, ENV_OPTIONS), ''));
@@ -88,7 +89,8 @@ export function loadConfigWithWarnings(env: Record<string, string | undefined>, 
   }
   const file = fileText === undefined ? undefined : readFile(fileText, problems);
   const tracing = tracingSettings(raw, problems);
-  if (problems.length > 0) throw new ConfigError(problems);
+  // A misspelt setting is often why start-up fails (UPSTREAM_ULR → "UPSTREAM_URL: is required"): say it there too.
+  if (problems.length > 0) throw new ConfigError([...problems, ...typos]);
   return { config: deepFreeze({ ...buildConfig(envDto, file), tracing }), warnings: Object.freeze(warnings) };
 }
 
