@@ -38,14 +38,15 @@ describe('start-up safety (issue 20)', () => {
     await upstream.close();
   });
 
-  it('refuses to start when the internal listener binds a non-loopback address without BACKEND_API_TOKEN, in one line saying how to fix it', async () => {
-    // A misspelt token is no token: the typo does not open /v1.
+  it('refuses to start when the internal listener binds a non-loopback address without BACKEND_API_TOKEN, in one line saying how to fix it (and one naming the typo)', async () => {
+    // A misspelt token is no token: the typo does not open /v1, and the refusal names it (issue 34).
     const exit = await failedStart({ UPSTREAM_URL: upstream.url, PORT: '0', BACKEND_API_PORT: '0', BACKEND_API_HOST: '0.0.0.0', BACKEND_API_TOKN: 'hunter2' });
     expect(exit).toMatchObject({ code: 1, signal: null });
     expect(exit.stderr.trimEnd().split('\n')).toEqual([
       'invalid configuration:',
       'BACKEND_API_TOKEN: is required because BACKEND_API_HOST "0.0.0.0" is not a loopback address ' +
         '(set BACKEND_API_TOKEN to a secret, or BACKEND_API_HOST=127.0.0.1, or BACKEND_API_INSECURE=true to accept an open /v1)',
+      'BACKEND_API_TOKN: is not a setting; did you mean BACKEND_API_TOKEN?',
     ]);
     expect(exit.stdout).not.toContain('gateway started');
     expect(exit.stdout + exit.stderr).not.toContain('hunter2');
