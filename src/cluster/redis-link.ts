@@ -34,8 +34,12 @@ export class RedisLink {
   private readonly logger = new Logger(RedisLink.name);
   private readonly channels = new Set<string>();
   private readonly upListeners: LinkUpListener[] = [];
+  private readonly settleListeners: LinkUpListener[] = [];
   private readonly messageListeners: LinkMessageListener[] = [];
   private isUpNow = false;
+  /** A reconnection's settle listeners run: commands work, channels are not resubscribed yet. */
+  private isSettlingNow = false;
+  private hasBeenUp = false;
   private isClosing = false;
   private resync: Promise<void> | null = null;
   /** Both connections became ready, or a re-assertion was asked for, while a resync ran: run another after it. */
@@ -92,6 +96,11 @@ export class RedisLink {
     return this.isUpNow;
   }
 
+  /** Commands may be sent: the link is up, or a reconnection's settle listeners run ({@link onSettle}). */
+  get isWritable(): boolean {
+    return this.isUpNow || this.isSettlingNow;
+  }
+
   /**
    * The Redis instance this link talks to (`INFO server` `run_id`), read at
    * every (re)connection before the link is up: a restart, or a failover to a
@@ -141,7 +150,9 @@ export class RedisLink {
       this.isResyncAgain = true;
       return;
     }
-    this.resync = this.announce().finally(() => this.afterResync());
+    this.resync = this.settle()
+      .then(() => this.announce())
+      .finally(() => this.afterResync());
   }
 
   /**
@@ -160,6 +171,18 @@ export class RedisLink {
   onUp(listener: LinkUpListener): void {
     this.upListeners.push(listener);
     if (this.isUpNow && this.resync === null) void this.runListener(listener);
+  }
+
+  /**
+   * Run `listener` first at every resync after the first connection: after a
+   * reconnection once the command connection works but before any channel is
+   * resubscribed and before the link counts as up (so before this node can
+   * deliver anything it hears); on {@link resyncNow} before the up-listeners.
+   * For state that must be settled before delivery: a session revoked while
+   * this node was cut off ends here first (SPEC §12.6).
+   */
+  onSettle(listener: LinkUpListener): void {
+    this.settleListeners.push(listener);
   }
 
   onMessage(listener: LinkMessageListener): void {
@@ -288,6 +311,7 @@ export class RedisLink {
       const instance = runIdOf(await this.timed('info', this.command.info('server')));
       if (this.instanceNow !== '' && instance !== this.instanceNow) this.replacedAtMs = Date.now();
       this.instanceNow = instance;
+      if (this.hasBeenUp) await this.settle();
       const all = [...this.channels];
       for (let i = 0; i < all.length; i += RESUBSCRIBE_BATCH) {
         await this.timed('subscribe', this.subscriber.subscribe(...all.slice(i, i + RESUBSCRIBE_BATCH)));
@@ -297,9 +321,19 @@ export class RedisLink {
       return; // the connection dropped again; the next 'ready' retries
     }
     this.isUpNow = true;
+    this.hasBeenUp = true;
     this.metrics.redisUp.set(1);
     this.logger.log({ msg: 'redis up', channels: this.channels.size });
     await this.announce();
+  }
+
+  private async settle(): Promise<void> {
+    this.isSettlingNow = true;
+    try {
+      for (const listener of this.settleListeners) await this.runListener(listener);
+    } finally {
+      this.isSettlingNow = false;
+    }
   }
 
   /** The up-listeners, in registration order (node liveness first: it registers before the features). */

@@ -134,13 +134,13 @@ export class SessionRecords {
     this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
     link.script(this.writeStartName, 4, WRITE_START);
     link.script(this.writeChangeName, 1, WRITE_CHANGE);
-    // After a reconnection Redis may have lost the records (or missed changes made while it was down).
-    let isFirstUp = true;
-    link.onUp(() => {
-      if (isFirstUp) return void (isFirstUp = false);
+    // After a reconnection Redis may have lost the records (or missed changes made while it was down),
+    // and a session may have been revoked meanwhile: settled before this node delivers anything again.
+    link.onSettle(async () => {
       this.written.clear();
       // A session another node took over meanwhile is forgotten by the flush (its notice follows).
-      for (const [start, subscriptions] of this.restart()) this.rewrite(start, subscriptions).catch(() => undefined);
+      const rewrites = [...this.restart()].map(([start, subscriptions]) => this.rewrite(start, subscriptions).catch(() => undefined));
+      await Promise.all(rewrites);
     });
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
@@ -260,7 +260,7 @@ export class SessionRecords {
 
   /** Rejects with SessionMovedError when another node took the session over meanwhile (nothing written). */
   private queue(connectionId: string, change: Change): Promise<void> {
-    if (this.isStopped || !this.link.isUp) return Promise.resolve();
+    if (this.isStopped || !this.link.isWritable) return Promise.resolve();
     const known = this.pending.get(connectionId);
     this.pending.set(connectionId, { ...known, ...change });
     // One pipeline per tick for every session that changed in it.
