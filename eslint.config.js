@@ -1,6 +1,6 @@
 // @ts-check
 // The house rules of STYLE.md that the compiler cannot check. Type errors are
-// tsc's job (`npm run lint` runs both); formatting is not linted.
+// tsc's job and formatting is Prettier's (`npm run lint` runs all three).
 const tseslint = require('typescript-eslint');
 
 /** STYLE B2: the pure core imports nothing from Nest. */
