@@ -31,10 +31,26 @@ const PURE_FILES = [
 ];
 
 /** STYLE B4 and issue 10: cluster/ stays below the features; they register with it, it never imports them. */
-const FEATURE_FOLDERS = ['auth', 'backend-api', 'connections', 'gateway', 'health', 'lattice', 'lifecycle', 'pubsub', 'resume', 'sessions', 'upstream', 'users-lattice'];
+const FEATURE_FOLDERS = [
+  'auth',
+  'backend-api',
+  'connections',
+  'gateway',
+  'health',
+  'lattice',
+  'lifecycle',
+  'pubsub',
+  'resume',
+  'sessions',
+  'upstream',
+  'users-lattice',
+];
 
 const NO_NEST = { group: ['@nestjs/*'], message: 'The pure core imports nothing from Nest (STYLE B2).' };
-const BELOW_FEATURES = { group: FEATURE_FOLDERS.map((f) => `../${f}/*`), message: 'cluster/ is below the feature modules: commands as data, features register handlers (issue 10).' };
+const BELOW_FEATURES = {
+  group: FEATURE_FOLDERS.map((f) => `../${f}/*`),
+  message: 'cluster/ is below the feature modules: commands as data, features register handlers (issue 10).',
+};
 
 module.exports = tseslint.config(
   { ignores: ['dist/**', 'client/dist/**', 'node_modules/**', 'bench/results/**', 'coverage/**'] },
@@ -64,7 +80,10 @@ module.exports = tseslint.config(
     rules: {
       'no-restricted-syntax': [
         'error',
-        { selector: "CallExpression[callee.name='sleep']", message: 'No sleep as synchronisation in tests (STYLE B10): await the event, bounded (harness/wait.ts).' },
+        {
+          selector: "CallExpression[callee.name='sleep']",
+          message: 'No sleep as synchronisation in tests (STYLE B10): await the event, bounded (harness/wait.ts).',
+        },
       ],
     },
   },

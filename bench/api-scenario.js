@@ -24,12 +24,28 @@ function request(method, path, body) {
   return head + `Content-Type: application/json\r\nContent-Length: ${Buffer.byteLength(body)}\r\n\r\n` + body;
 }
 
-const batchBody = JSON.stringify({ commands: Array.from({ length: 100 }, () => ({ method: 'POST', path: '/v1/publish/bench/api', body: JSON.parse(BODY) })) });
+const batchBody = JSON.stringify({
+  commands: Array.from({ length: 100 }, () => ({
+    method: 'POST',
+    path: '/v1/publish/bench/api',
+    body: JSON.parse(BODY),
+  })),
+});
 
 const WORKLOADS = [
   { key: 'publish', expect: 204, perRequest: 1, requests: [request('POST', '/v1/publish/bench/api', BODY)] },
-  { key: 'subscribe', expect: 204, perRequest: 1, requests: [request('PUT', `/v1/connection/${UNKNOWN_CID}/subscriptions/bench/api`)] },
-  { key: 'lattice', expect: 204, perRequest: 1, requests: [request('POST', '/v1/lattice/bench/api', '{"shared":{"room":{"msg_counter":7}}}')] },
+  {
+    key: 'subscribe',
+    expect: 204,
+    perRequest: 1,
+    requests: [request('PUT', `/v1/connection/${UNKNOWN_CID}/subscriptions/bench/api`)],
+  },
+  {
+    key: 'lattice',
+    expect: 204,
+    perRequest: 1,
+    requests: [request('POST', '/v1/lattice/bench/api', '{"shared":{"room":{"msg_counter":7}}}')],
+  },
   { key: 'batch100', expect: 200, perRequest: 100, requests: [request('POST', '/v1/batch', batchBody)] },
 ];
 
@@ -44,12 +60,30 @@ async function measure(stack, cfg, workload) {
   const connections = Math.ceil(cfg.connections / stack.workers.length);
   const cpu = await cpuOf(stack.server);
   const parts = await Promise.all(
-    stack.workers.map((w) => w.request({ cmd: 'load', port, connections, durationMs: cfg.durationMs, requests: workload.requests, expect: workload.expect }, cfg.durationMs + 30_000)),
+    stack.workers.map((w) =>
+      w.request(
+        {
+          cmd: 'load',
+          port,
+          connections,
+          durationMs: cfg.durationMs,
+          requests: workload.requests,
+          expect: workload.expect,
+        },
+        cfg.durationMs + 30_000,
+      ),
+    ),
   );
   const used = await cpu.since();
   const requests = parts.reduce((s, p) => s + p.requests, 0);
   const elapsedMs = Math.max(...parts.map((p) => p.elapsedMs));
-  return { requests, errors: parts.reduce((s, p) => s + p.errors, 0), reqPerSec: (1000 * requests) / elapsedMs, cpuUsPerReq: (1000 * used.cpuMs) / Math.max(1, requests), cpuPct: (100 * used.cpuMs) / used.wallMs };
+  return {
+    requests,
+    errors: parts.reduce((s, p) => s + p.errors, 0),
+    reqPerSec: (1000 * requests) / elapsedMs,
+    cpuUsPerReq: (1000 * used.cpuMs) / Math.max(1, requests),
+    cpuPct: (100 * used.cpuMs) / used.wallMs,
+  };
 }
 
 const api = {
@@ -64,7 +98,8 @@ const api = {
   rounds: (cfg) => cfg.rounds,
   async round(stack, cfg) {
     const out = {};
-    for (const workload of WORKLOADS) out[workload.key] = await measure(stack, { ...cfg, durationMs: cfg.durationMs / cfg.rounds }, workload);
+    for (const workload of WORKLOADS)
+      out[workload.key] = await measure(stack, { ...cfg, durationMs: cfg.durationMs / cfg.rounds }, workload);
     return out;
   },
   summarize(state, rs) {
@@ -93,7 +128,8 @@ const NAMES = { express: 'Express', node: 'node:http', nest: 'minimal Nest' };
 function apiRows(label, res) {
   const g = res.gateway;
   const out = [];
-  const add = (metric, unit, f, against, target) => out.push(row(label, `${metric} ÷ ${NAMES[against]}`, unit, g && f(g), res[against] && f(res[against]), target));
+  const add = (metric, unit, f, against, target) =>
+    out.push(row(label, `${metric} ÷ ${NAMES[against]}`, unit, g && f(g), res[against] && f(res[against]), target));
   for (const { key } of WORKLOADS) {
     const target = key === 'publish' || key === 'subscribe' ? { op: '>=', value: 0.9 } : undefined;
     add(`${key} requests`, '/s', (r) => r[key].reqPerSec, 'express', target);
@@ -103,8 +139,26 @@ function apiRows(label, res) {
     add(`${key} server CPU per request`, 'µs', (r) => r[key].cpuUsPerReq, 'node');
     add(`${key} server CPU per request`, 'µs', (r) => r[key].cpuUsPerReq, 'nest');
   }
-  out.push({ ...row(label, 'batch100 publishes (gateway ÷ Express)', '/s', g && g.batch100.reqPerSec * 100, res.express && res.express.batch100.reqPerSec * 100, { op: 'min', value: 100_000 }) });
-  out.push(row(label, 'errors (gateway ÷ Express)', 'requests', g && WORKLOADS.reduce((s, w) => s + g[w.key].errors, 0), res.express && WORKLOADS.reduce((s, w) => s + res.express[w.key].errors, 0), { op: '==0' }));
+  out.push({
+    ...row(
+      label,
+      'batch100 publishes (gateway ÷ Express)',
+      '/s',
+      g && g.batch100.reqPerSec * 100,
+      res.express && res.express.batch100.reqPerSec * 100,
+      { op: 'min', value: 100_000 },
+    ),
+  });
+  out.push(
+    row(
+      label,
+      'errors (gateway ÷ Express)',
+      'requests',
+      g && WORKLOADS.reduce((s, w) => s + g[w.key].errors, 0),
+      res.express && WORKLOADS.reduce((s, w) => s + res.express[w.key].errors, 0),
+      { op: '==0' },
+    ),
+  );
   return out;
 }
 

@@ -52,7 +52,9 @@ async function load(msg) {
   const counts = { requests: 0, errors: 0, statuses: {} };
   const started = performance.now();
   const deadline = started + msg.durationMs;
-  await Promise.all(Array.from({ length: msg.connections }, () => drive(msg.port, requests, msg.expect, deadline, counts)));
+  await Promise.all(
+    Array.from({ length: msg.connections }, () => drive(msg.port, requests, msg.expect, deadline, counts)),
+  );
   return { ...counts, elapsedMs: performance.now() - started };
 }
 

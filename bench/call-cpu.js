@@ -17,14 +17,26 @@
 const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const { parseArgs, untilReady, processUsage: usage, median, openClients, callAll, sleep } = require('./lib/fixed-calls');
+const {
+  parseArgs,
+  untilReady,
+  processUsage: usage,
+  median,
+  openClients,
+  callAll,
+  sleep,
+} = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
-const USAGE = 'node bench/call-cpu.js --against <main.js> [--connections 50] [--inflight 8] [--calls 600 per connection] [--warmup 200] [--runs 3]';
+const USAGE =
+  'node bench/call-cpu.js --against <main.js> [--connections 50] [--inflight 8] [--calls 600 per connection] [--warmup 200] [--runs 3]';
 
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU per call. */
 async function measure(mainJs, o) {
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   let gateway = null;
   const sockets = [];
   try {
@@ -33,7 +45,15 @@ async function measure(mainJs, o) {
       upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
     });
     const port = 22000 + (process.pid % 500) * 4;
-    const env = { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, HOST: '127.0.0.1', PORT: String(port), BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: String(port + 1), LOG_LEVEL: 'error' };
+    const env = {
+      ...process.env,
+      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      BACKEND_API_HOST: '127.0.0.1',
+      BACKEND_API_PORT: String(port + 1),
+      LOG_LEVEL: 'error',
+    };
     gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
     await untilReady(port + 1, gateway, mainJs, 30_000);
     sockets.push(...(await openClients(port, o.connections)));
@@ -64,20 +84,27 @@ async function measure(mainJs, o) {
 async function main() {
   const o = parseArgs(process.argv.slice(2), { connections: 50, inflight: 8, calls: 600, warmup: 200, runs: 3 }, USAGE);
   const builds = { this: path.join(ROOT, 'dist', 'main.js'), against: o.against };
-  for (const file of Object.values(builds)) if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
-  console.log(`${o.connections} connections × ${o.calls} calls, ${o.inflight} in flight each; the gateway's own CPU per call`);
+  for (const file of Object.values(builds))
+    if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
+  console.log(
+    `${o.connections} connections × ${o.calls} calls, ${o.inflight} in flight each; the gateway's own CPU per call`,
+  );
   console.log('run | build | user µs | system µs | reads | writes | calls/s');
   const results = { this: [], against: [] };
   for (let run = 1; run <= o.runs; run++) {
     for (const [name, file] of Object.entries(builds)) {
       const r = await measure(file, o);
       results[name].push(r);
-      console.log(`${run} | ${name} | ${r.userUs.toFixed(1)} | ${r.systemUs.toFixed(1)} | ${r.reads.toFixed(3)} | ${r.writes.toFixed(3)} | ${Math.round(r.callsPerSec)}`);
+      console.log(
+        `${run} | ${name} | ${r.userUs.toFixed(1)} | ${r.systemUs.toFixed(1)} | ${r.reads.toFixed(3)} | ${r.writes.toFixed(3)} | ${Math.round(r.callsPerSec)}`,
+      );
       await sleep(1000);
     }
   }
   const cpu = (rs) => median(rs.map((r) => r.userUs + r.systemUs));
-  console.log(`median CPU per call (user + system): this ${cpu(results.this).toFixed(1)} µs, against ${cpu(results.against).toFixed(1)} µs, ratio ${(cpu(results.this) / cpu(results.against)).toFixed(3)}`);
+  console.log(
+    `median CPU per call (user + system): this ${cpu(results.this).toFixed(1)} µs, against ${cpu(results.against).toFixed(1)} µs, ratio ${(cpu(results.this) / cpu(results.against)).toFixed(3)}`,
+  );
 }
 
 main().then(

@@ -23,8 +23,25 @@ async function startRedis() {
       srv.close(() => resolve(p));
     });
   });
-  const proc = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
-  const failed = new Promise((_, reject) => proc.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
+  const proc = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
+  const failed = new Promise((_, reject) =>
+    proc.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))),
+  );
   const deadline = Date.now() + 10_000;
   for (;;) {
     const isUp = await Promise.race([
@@ -54,7 +71,16 @@ async function startRedis() {
   };
 }
 
-function clusterScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) {
+function clusterScenario({
+  openAll,
+  postMany,
+  deliveryRound,
+  measured,
+  summarizeDelivery,
+  publishBody,
+  startStack,
+  latency,
+}) {
   /** Connections of the stack's first / second half of the workers, through `server`. */
   const half = (stack, server, first) => {
     const mid = Math.ceil(stack.workers.length / 2);
@@ -78,7 +104,10 @@ function clusterScenario({ openAll, postMany, deliveryRound, measured, summarize
         // startStack's node 1 runs without REDIS_URL: replace it by two clustered nodes.
         await stack.server.stop();
         const env = (nodeId) => ({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId });
-        const nodes = [await startServer('gateway', stack.upstream.url, env('bench1')), await startServer('gateway', stack.upstream.url, env('bench2'))];
+        const nodes = [
+          await startServer('gateway', stack.upstream.url, env('bench1')),
+          await startServer('gateway', stack.upstream.url, env('bench2')),
+        ];
         return { ...stack, target, server: nodes[0], nodes, redis };
       } catch (err) {
         await redis.stop();
@@ -96,7 +125,9 @@ function clusterScenario({ openAll, postMany, deliveryRound, measured, summarize
       const open = { opened: opened[0].opened + opened[1].opened, failed: opened[0].failed + opened[1].failed };
       const url = `${nodes[0].api}/v1/publish/bench/fan`;
       await sleep(300);
-      await deliveryRound(stack, opts, cfg.warmup, true, () => postMany(url, cfg.warmup, cfg.inflight, null, publishBody));
+      await deliveryRound(stack, opts, cfg.warmup, true, () =>
+        postMany(url, cfg.warmup, cfg.inflight, null, publishBody),
+      );
       return { open, url };
     },
 
@@ -105,9 +136,13 @@ function clusterScenario({ openAll, postMany, deliveryRound, measured, summarize
     async round(stack, cfg, opts, state) {
       // Paced (latency under moderate load), then as fast as possible (throughput and CPU).
       const pacedCount = Math.ceil(cfg.paced.count / cfg.rounds);
-      const paced = await deliveryRound(stack, opts, pacedCount, true, () => postMany(state.url, pacedCount, 16, cfg.paced.rate, publishBody));
+      const paced = await deliveryRound(stack, opts, pacedCount, true, () =>
+        postMany(state.url, pacedCount, 16, cfg.paced.rate, publishBody),
+      );
       const count = Math.ceil(cfg.publishes / cfg.rounds);
-      const afap = await measured(stack, () => deliveryRound(stack, opts, count, true, () => postMany(state.url, count, cfg.inflight, null, publishBody)));
+      const afap = await measured(stack, () =>
+        deliveryRound(stack, opts, count, true, () => postMany(state.url, count, cfg.inflight, null, publishBody)),
+      );
       return { paced, afap };
     },
 
@@ -142,7 +177,12 @@ function clusterScenario({ openAll, postMany, deliveryRound, measured, summarize
       add('paced p99, node-1 subscribers', 'ms', (r) => r.localP99);
       add('paced p50, node-2 subscribers (cross-node)', 'ms', (r) => r.remoteP50);
       add('paced p99, node-2 subscribers (cross-node)', 'ms', (r) => r.remoteP99);
-      add('losses', 'msgs', (r) => r.delivery.losses + r.delivery.duplicates + r.paced.losses + r.paced.duplicates + r.open.failed, { op: '==0' });
+      add(
+        'losses',
+        'msgs',
+        (r) => r.delivery.losses + r.delivery.duplicates + r.paced.losses + r.paced.duplicates + r.open.failed,
+        { op: '==0' },
+      );
       add('afap CPU, nodes + Redis', '%', (r) => r.delivery.serverCpuPct);
       add('afap CPU per delivery, nodes + Redis', 'µs', (r) => r.delivery.serverCpuUsPerFrame);
       return out;

@@ -124,7 +124,12 @@ function deployScenario({ openAll, measured, startStack, latency }) {
     NEW_CONNECTION_IDLE_TIMEOUT: '10m',
   });
   /** Node 1 alone, with the load workers: where the resume cost is measured (its CPU plus Redis'). */
-  const nodeOne = (stack) => ({ ...stack, server: stack.nodes[0], nodes: [stack.nodes[0]], workers: stack.loadWorkers });
+  const nodeOne = (stack) => ({
+    ...stack,
+    server: stack.nodes[0],
+    nodes: [stack.nodes[0]],
+    workers: stack.loadWorkers,
+  });
 
   /** SIGTERM node `n`, wait for its exit, start it again on the same ports and NODE_ID. */
   async function restart(stack, n) {
@@ -140,7 +145,10 @@ function deployScenario({ openAll, measured, startStack, latency }) {
       exit = { ...(await exited), killed: true };
     }
     const drainMs = now() - at;
-    const restarted = await startServer('gateway', stack.upstream.url, nodeEnv(stack, n), { port: node.port, apiPort: node.apiPort });
+    const restarted = await startServer('gateway', stack.upstream.url, nodeEnv(stack, n), {
+      port: node.port,
+      apiPort: node.apiPort,
+    });
     stack.nodes[n] = restarted;
     if (n === 0) stack.server = restarted;
     return { node: n + 1, drainMs, downMs: now() - at, exit };
@@ -185,21 +193,53 @@ function deployScenario({ openAll, measured, startStack, latency }) {
     const per = Math.ceil(cfg.clients / DEPLOY_WORKERS);
     const started = await Promise.all(
       stack.deployWorkers.map((w, i) =>
-        w.request({ cmd: 'start', nodes: nodeList(), offset: i * per, count: Math.min(per, cfg.clients - i * per), topics: cfg.topics, concurrency: opts.openConcurrency, ipBase: stack.ipBase }, opts.openTimeoutMs),
+        w.request(
+          {
+            cmd: 'start',
+            nodes: nodeList(),
+            offset: i * per,
+            count: Math.min(per, cfg.clients - i * per),
+            topics: cfg.topics,
+            concurrency: opts.openConcurrency,
+            ipBase: stack.ipBase,
+          },
+          opts.openTimeoutMs,
+        ),
       ),
     );
-    const open = { opened: sum(started, (s) => s.opened), failed: sum(started, (s) => s.failed), whys: addCounts(started.map((s) => s.whys)) };
-    if (open.failed > 0) process.stdout.write(`\n    ! deploy: ${open.failed} of ${cfg.clients} clients failed to open: ${JSON.stringify(open.whys)}\n`);
+    const open = {
+      opened: sum(started, (s) => s.opened),
+      failed: sum(started, (s) => s.failed),
+      whys: addCounts(started.map((s) => s.whys)),
+    };
+    if (open.failed > 0)
+      process.stdout.write(
+        `\n    ! deploy: ${open.failed} of ${cfg.clients} clients failed to open: ${JSON.stringify(open.whys)}\n`,
+      );
     const users = Array.from({ length: cfg.clients }, (_, i) => `d${i}`);
-    const { id: _, ...watch } = await stack.deployWorkers[0].request({ cmd: 'watch', node: NODES - 1, users, timeoutMs: 30_000 }, 40_000);
+    const { id: _, ...watch } = await stack.deployWorkers[0].request(
+      { cmd: 'watch', node: NODES - 1, users, timeoutMs: 30_000 },
+      40_000,
+    );
 
     const { authBefore, restarts, notSettled, deployMs, published } = await rollingRestart(stack, cfg);
-    const reports = await all(stack.deployWorkers, { cmd: 'report', lastSeq: published.lastSeq, unpublished: published.unpublished, topics: cfg.topics, timeoutMs: opts.deliveryTimeoutMs }, opts.deliveryTimeoutMs + 10_000);
+    const reports = await all(
+      stack.deployWorkers,
+      {
+        cmd: 'report',
+        lastSeq: published.lastSeq,
+        unpublished: published.unpublished,
+        topics: cfg.topics,
+        timeoutMs: opts.deliveryTimeoutMs,
+      },
+      opts.deliveryTimeoutMs + 10_000,
+    );
     const authDuring = (await authorizations(stack)) - authBefore;
     const resumeLat = latency(reports.flatMap((r) => r.resumeMs));
     const newLat = latency(reports.flatMap((r) => r.newSessionMs));
     const closeCodes = {};
-    for (const r of reports) for (const [code, n] of Object.entries(r.closeCodes)) closeCodes[code] = (closeCodes[code] || 0) + n;
+    for (const r of reports)
+      for (const [code, n] of Object.entries(r.closeCodes)) closeCodes[code] = (closeCodes[code] || 0) + n;
     const reconnects = sum(reports, (r) => r.reconnects);
     return {
       open,
@@ -244,13 +284,17 @@ function deployScenario({ openAll, measured, startStack, latency }) {
         // startStack's node runs without REDIS_URL: replace it by the cluster's nodes.
         await stack.server.stop();
         stack = { ...stack, target, redis, prefix: `deploy${Date.now()}:`, loadWorkers: stack.workers, nodes: [] };
-        for (let n = 0; n < NODES; n++) stack.nodes.push(await startServer('gateway', stack.upstream.url, nodeEnv(stack, n)));
+        for (let n = 0; n < NODES; n++)
+          stack.nodes.push(await startServer('gateway', stack.upstream.url, nodeEnv(stack, n)));
         stack.server = stack.nodes[0];
         stack.deployWorkers = await startWorkers(DEPLOY_WORKERS, 'deploy-worker.js');
         stack.workers = [...stack.loadWorkers, ...stack.deployWorkers];
         return stack;
       } catch (err) {
-        await Promise.allSettled([redis.stop(), ...(stack ? [stack.upstream, ...stack.workers, ...(stack.nodes ?? [])].map((c) => c.stop()) : [])]);
+        await Promise.allSettled([
+          redis.stop(),
+          ...(stack ? [stack.upstream, ...stack.workers, ...(stack.nodes ?? [])].map((c) => c.stop()) : []),
+        ]);
         throw err;
       }
     },
@@ -260,7 +304,11 @@ function deployScenario({ openAll, measured, startStack, latency }) {
       // The resume cost, after the deploy (its connections would have been restarted too).
       const one = nodeOne(stack);
       const strip = ({ helloMs: _, ...rest }) => rest;
-      return { deploy: result, resOpen: strip(await cost.open(one, cfg, opts, true)), connOpen: strip(await cost.open(one, cfg, opts, false)) };
+      return {
+        deploy: result,
+        resOpen: strip(await cost.open(one, cfg, opts, true)),
+        connOpen: strip(await cost.open(one, cfg, opts, false)),
+      };
     },
 
     rounds: (cfg) => cfg.rounds,
@@ -309,7 +357,8 @@ function deployScenario({ openAll, measured, startStack, latency }) {
       add('clients not reconnected', '', (x) => x.notSettled + x.resubscribeFailures, { op: '==0' });
       add('rolling restart, first SIGTERM to all reconnected', 's', (x) => x.deployMs / 1000);
       add('publishes retried on another node', '', (x) => x.published.retries);
-      const costRow = (metric, unit, f, target) => out.push(row(label, metric, unit, g && f(g.resume), g && f(g.connect), target));
+      const costRow = (metric, unit, f, target) =>
+        out.push(row(label, metric, unit, g && f(g.resume), g && f(g.connect), target));
       cost.rows(costRow, ' (node 1 of 3, CPU with Redis)');
       return out;
     },

@@ -75,11 +75,15 @@ async function subscribe(c) {
 /** Open a socket to the client's node; on close, open the next one (see the top of this file). */
 function dial(c) {
   const startedAt = now();
-  const ws = new WebSocket(`${nodes[c.node].url}?user=${c.user}`, [SUBPROTOCOL, c.token === null ? RESUME_OPT_IN : resumeOffer(c)], {
-    perMessageDeflate: false,
-    handshakeTimeout: 30_000,
-    localAddress: `127.${ipBase}.${WORKER + 1}.${(c.index % 200) + 1}`,
-  });
+  const ws = new WebSocket(
+    `${nodes[c.node].url}?user=${c.user}`,
+    [SUBPROTOCOL, c.token === null ? RESUME_OPT_IN : resumeOffer(c)],
+    {
+      perMessageDeflate: false,
+      handshakeTimeout: 30_000,
+      localAddress: `127.${ipBase}.${WORKER + 1}.${(c.index % 200) + 1}`,
+    },
+  );
   c.ws = ws;
   let hasHello = false;
   ws.on('error', () => undefined); // a close follows
@@ -92,7 +96,11 @@ function dial(c) {
   ws.on('close', (code) => {
     if (isClosing || c.ws !== ws) return;
     // A first dial that fails is counted by `start`, not retried.
-    if (c.cid === null) return c.started({ ok: false, why: hasHello ? `closed (${code}) before its subscription` : 'closed before hello' });
+    if (c.cid === null)
+      return c.started({
+        ok: false,
+        why: hasHello ? `closed (${code}) before its subscription` : 'closed before hello',
+      });
     c.isReady = false;
     if (hasHello) stats.closeCodes[code] = (stats.closeCodes[code] || 0) + 1;
     else stats.dialFailures++;
@@ -161,8 +169,28 @@ function onFrame(c, frame) {
 }
 
 function client(index, user, node, path, body) {
-  const c = { index, user, node, path, body, wire: path.replace(/^subscriptions\//, '').replace(/\//g, '.'), ws: null, cid: null, token: null, position: null, isReady: false };
-  Object.assign(c, { seen: new Set(), maxSeq: 0, duplicates: 0, outOfOrder: 0, statuses: new Map(), watched: 0, hasSnapshot: false });
+  const c = {
+    index,
+    user,
+    node,
+    path,
+    body,
+    wire: path.replace(/^subscriptions\//, '').replace(/\//g, '.'),
+    ws: null,
+    cid: null,
+    token: null,
+    position: null,
+    isReady: false,
+  };
+  Object.assign(c, {
+    seen: new Set(),
+    maxSeq: 0,
+    duplicates: 0,
+    outOfOrder: 0,
+    statuses: new Map(),
+    watched: 0,
+    hasSnapshot: false,
+  });
   const started = new Promise((resolve) => (c.started = resolve));
   return { c, started };
 }
@@ -190,7 +218,13 @@ async function start(o) {
   const lane = async () => {
     while (next < o.count) {
       const index = o.offset + next++;
-      const { c, started } = client(index, `d${index}`, index % nodes.length, `subscriptions/deploy/t${index % o.topics}`, undefined);
+      const { c, started } = client(
+        index,
+        `d${index}`,
+        index % nodes.length,
+        `subscriptions/deploy/t${index % o.topics}`,
+        undefined,
+      );
       const r = await startOne(c, started, 30_000);
       if (r.ok) clients.push(c);
       else {
@@ -222,7 +256,7 @@ function status() {
 
 async function report(o) {
   const topicOf = (c) => c.index % o.topics;
-  const expected = (c) => (o.lastSeq[topicOf(c)] || 0) - ((o.unpublished[topicOf(c)] || []).length);
+  const expected = (c) => (o.lastSeq[topicOf(c)] || 0) - (o.unpublished[topicOf(c)] || []).length;
   const received = (c) => [...c.seen].filter((s) => s <= (o.lastSeq[topicOf(c)] || 0)).length;
   const deadline = Date.now() + o.timeoutMs;
   while (clients.some((c) => received(c) < expected(c)) && Date.now() < deadline) await sleep(50);

@@ -27,10 +27,14 @@ const path = require('node:path');
 const { parseArgs, untilReady, openClients, callAll } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
-const USAGE = 'node bench/instructions.js --against <main.js> [--connections 50] [--inflight 8] [--calls 200 per connection] [--warmup 50] [--runs 1]';
+const USAGE =
+  'node bench/instructions.js --against <main.js> [--connections 50] [--inflight 8] [--calls 200 per connection] [--warmup 50] [--runs 1]';
 
 async function startUpstream() {
-  const proc = fork(path.join(__dirname, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const proc = fork(path.join(__dirname, 'upstream.js'), [], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   const port = await new Promise((resolve, reject) => {
     proc.on('message', (m) => m.ready && resolve(m.port));
     proc.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
@@ -41,7 +45,7 @@ async function startUpstream() {
 /** One gateway under callgrind, its own upstream, `connections` open clients. */
 async function startGateway(mainJs, outDir, index, o) {
   const upstream = await startUpstream();
-  const port = 21000 + process.pid % 1000 * 10 + index * 2;
+  const port = 21000 + (process.pid % 1000) * 10 + index * 2;
   const env = {
     ...process.env,
     UPSTREAM_URL: upstream.url,
@@ -52,14 +56,28 @@ async function startGateway(mainJs, outDir, index, o) {
     LOG_LEVEL: 'error',
   };
   const vgdbPrefix = path.join(outDir, 'vgdb');
-  const proc = spawn('valgrind', ['--tool=callgrind', `--vgdb-prefix=${vgdbPrefix}`, `--callgrind-out-file=${path.join(outDir, 'callgrind.%p')}`, process.execPath, mainJs], { env, stdio: ['ignore', 'ignore', 'pipe'] });
+  const proc = spawn(
+    'valgrind',
+    [
+      '--tool=callgrind',
+      `--vgdb-prefix=${vgdbPrefix}`,
+      `--callgrind-out-file=${path.join(outDir, 'callgrind.%p')}`,
+      process.execPath,
+      mainJs,
+    ],
+    { env, stdio: ['ignore', 'ignore', 'pipe'] },
+  );
   let tail = '';
   proc.stderr.on('data', (d) => (tail = (tail + d).slice(-2000)));
   await untilReady(port + 1, proc, `${mainJs} under valgrind`, 300_000).catch((err) => {
     throw new Error(`${err.message}:\n${tail}`);
   });
   // callgrind_control finds the process through vgdb, whose pipe names include $HOST: same env.
-  const control = (...args) => execFileSync('callgrind_control', [`--vgdb-prefix=${vgdbPrefix}`, ...args, String(proc.pid)], { env, stdio: 'ignore' });
+  const control = (...args) =>
+    execFileSync('callgrind_control', [`--vgdb-prefix=${vgdbPrefix}`, ...args, String(proc.pid)], {
+      env,
+      stdio: 'ignore',
+    });
   const sockets = await openClients(port, o.connections);
   return { mainJs, proc, upstream, sockets, control, outDir };
 }
@@ -69,7 +87,10 @@ async function measure(gateway, o, run) {
   gateway.control('-z');
   await callAll(gateway.sockets, o.calls, o.inflight);
   gateway.control(`--dump=run${run}`);
-  const dumps = fs.readdirSync(gateway.outDir).filter((f) => f.startsWith('callgrind.')).map((f) => path.join(gateway.outDir, f));
+  const dumps = fs
+    .readdirSync(gateway.outDir)
+    .filter((f) => f.startsWith('callgrind.'))
+    .map((f) => path.join(gateway.outDir, f));
   const latest = dumps.sort((a, b) => fs.statSync(b).mtimeMs - fs.statSync(a).mtimeMs)[0];
   const summary = /^summary: (\d+)$/m.exec(fs.readFileSync(latest, 'utf8'));
   if (summary === null) throw new Error(`no summary in ${latest}`);
@@ -84,7 +105,9 @@ async function main() {
   const gateways = [];
   try {
     for (let i = 0; i < builds.length; i++) gateways.push(await startGateway(builds[i], dirs[i], i, o));
-    console.log(`${o.connections} connections × ${o.calls} calls, ${o.inflight} in flight each; instructions per call (callgrind)`);
+    console.log(
+      `${o.connections} connections × ${o.calls} calls, ${o.inflight} in flight each; instructions per call (callgrind)`,
+    );
     console.log('run | this build | against | ratio this ÷ against');
     for (let run = 1; run <= o.runs; run++) {
       const [mine, theirs] = await Promise.all(gateways.map((g) => measure(g, o, run)));

@@ -122,13 +122,17 @@ function dial(o, user, protocols, index, accept) {
 function openOne(o, index) {
   const user = o.userPrefix + index;
   return dial(o, user, o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL, index, async (frame, ws) => {
-    if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string') throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
+    if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string')
+      throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
     const token = frame[1].resume ? frame[1].resume.token : null;
     if (o.resumable && typeof token !== 'string') throw 'hello without a resume token';
     const c = { ws, cid: frame[2].cid, user, group: o.group || '', token, n: 0, seq: 0, out: 0, isLeaving: false };
     ws.on('message', (d) => onFrame(c, d));
     if (o.topic) {
-      const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`);
+      const status = await httpCall(
+        'PUT',
+        `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`,
+      );
       if (status !== 204) throw 'subscribe status ' + status;
     }
     if (o.lattice) {
@@ -222,12 +226,17 @@ async function goodbye(o) {
   const deadline = sleep(o.timeoutMs || 10_000).then(() => 'timeout');
   const closes = group.map((c) => {
     c.isLeaving = true;
-    const closed = new Promise((resolve) => (c.ws.readyState === WebSocket.CLOSED ? resolve('closed') : c.ws.once('close', () => resolve('closed'))));
+    const closed = new Promise((resolve) =>
+      c.ws.readyState === WebSocket.CLOSED ? resolve('closed') : c.ws.once('close', () => resolve('closed')),
+    );
     c.ws.close(o.code || 1000);
     return Promise.race([closed, deadline]);
   });
   const outcomes = await Promise.all(closes);
-  return { closed: outcomes.filter((x) => x === 'closed').length, timedOut: outcomes.filter((x) => x === 'timeout').length };
+  return {
+    closed: outcomes.filter((x) => x === 'closed').length,
+    timedOut: outcomes.filter((x) => x === 'timeout').length,
+  };
 }
 
 // ---- counting -------------------------------------------------------------
@@ -321,19 +330,27 @@ async function direct(o) {
   const one = () =>
     new Promise((resolve) => {
       const t = now();
-      const body = '[{"request_id":' + k++ + ',"connection_id":"bench0000000000000000"},[{"t":' + t + ',"pad":"' + PAD + '"}],{}]';
-      const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), Authorization: o.authorization };
-      const req = http.request({ host: url.hostname, port: url.port, path: '/echo', method: 'POST', agent, headers }, (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => {
-          JSON.parse(Buffer.concat(chunks).toString());
-          if (res.statusCode === 200) calls++;
-          else errors++;
-          if (calls % o.sampleEvery === 0) lat.push(now() - t);
-          resolve();
-        });
-      });
+      const body =
+        '[{"request_id":' + k++ + ',"connection_id":"bench0000000000000000"},[{"t":' + t + ',"pad":"' + PAD + '"}],{}]';
+      const headers = {
+        'Content-Type': 'application/json',
+        'Content-Length': Buffer.byteLength(body),
+        Authorization: o.authorization,
+      };
+      const req = http.request(
+        { host: url.hostname, port: url.port, path: '/echo', method: 'POST', agent, headers },
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () => {
+            JSON.parse(Buffer.concat(chunks).toString());
+            if (res.statusCode === 200) calls++;
+            else errors++;
+            if (calls % o.sampleEvery === 0) lat.push(now() - t);
+            resolve();
+          });
+        },
+      );
       req.on('error', () => {
         errors++;
         resolve();

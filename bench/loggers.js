@@ -16,18 +16,27 @@ const LINES = 300_000;
 const VARIANTS = ['JsonLogger', 'pino async', 'pino sync', 'JsonLogger dropped', 'pino dropped'];
 
 function line() {
-  return { msg: 'connection opened', connection_id: 'nodeA-4f3b2a1c9d8e7f6a5b4c3d2e', handler: 'default', user_agent_bytes: 120 };
+  return {
+    msg: 'connection opened',
+    connection_id: 'nodeA-4f3b2a1c9d8e7f6a5b4c3d2e',
+    handler: 'default',
+    user_agent_bytes: 120,
+  };
 }
 
 function loggerFor(variant) {
   if (variant.startsWith('JsonLogger')) {
     const { JsonLogger } = require(path.join(__dirname, '..', 'dist', 'logging', 'json-logger.js'));
     const logger = new JsonLogger('info', 'json');
-    return variant.endsWith('dropped') ? () => logger.debug(line(), 'Connections') : () => logger.log(line(), 'Connections');
+    return variant.endsWith('dropped')
+      ? () => logger.debug(line(), 'Connections')
+      : () => logger.log(line(), 'Connections');
   }
   const pino = require('pino');
   const options = { base: undefined, timestamp: pino.stdTimeFunctions.isoTime };
-  const logger = (variant === 'pino sync' ? pino(options, pino.destination({ dest: 1, sync: true })) : pino(options)).child({ context: 'Connections' });
+  const logger = (
+    variant === 'pino sync' ? pino(options, pino.destination({ dest: 1, sync: true })) : pino(options)
+  ).child({ context: 'Connections' });
   return variant.endsWith('dropped') ? () => logger.debug(line()) : () => logger.info(line());
 }
 
@@ -37,7 +46,9 @@ function measure(variant) {
   const cpu = process.cpuUsage();
   for (let i = 0; i < LINES; i++) write();
   const used = process.cpuUsage(cpu);
-  process.stderr.write(`${variant.padEnd(20)} ${(((used.user + used.system) * 1000) / LINES).toFixed(0)} ns CPU per line\n`);
+  process.stderr.write(
+    `${variant.padEnd(20)} ${(((used.user + used.system) * 1000) / LINES).toFixed(0)} ns CPU per line\n`,
+  );
 }
 
 if (process.argv[2] === '--child') {
@@ -51,7 +62,9 @@ if (process.argv[2] === '--child') {
   }
   const devNull = fs.openSync('/dev/null', 'w');
   for (const variant of VARIANTS) {
-    const run = spawnSync(process.execPath, [__filename, '--child', variant], { stdio: ['ignore', devNull, 'inherit'] });
+    const run = spawnSync(process.execPath, [__filename, '--child', variant], {
+      stdio: ['ignore', devNull, 'inherit'],
+    });
     if (run.status !== 0) throw new Error(`${variant} failed`);
   }
 }

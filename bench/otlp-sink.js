@@ -25,6 +25,7 @@ server.listen(Number(process.env.PORT || 0), '127.0.0.1', () => {
   else process.stdout.write(`otlp sink on http://127.0.0.1:${port}\n`);
 });
 process.on('SIGTERM', () => {
-  if (process.env.BENCH_OTLP_SINK_REPORT) fs.appendFileSync(process.env.BENCH_OTLP_SINK_REPORT, JSON.stringify(received) + '\n');
+  if (process.env.BENCH_OTLP_SINK_REPORT)
+    fs.appendFileSync(process.env.BENCH_OTLP_SINK_REPORT, JSON.stringify(received) + '\n');
   process.exit(0);
 });

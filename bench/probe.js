@@ -19,7 +19,9 @@ if (typeof process.send === 'function') {
   let session = null;
 
   const post = (method, params) =>
-    new Promise((resolve, reject) => session.post(method, params || {}, (err, res) => (err ? reject(err) : resolve(res))));
+    new Promise((resolve, reject) =>
+      session.post(method, params || {}, (err, res) => (err ? reject(err) : resolve(res))),
+    );
 
   const handlers = {
     mem(msg) {
@@ -31,8 +33,15 @@ if (typeof process.send === 'function') {
       // to during a burst of allocation (up to 32 MiB) until its memory reducer runs.
       const spaces = v8.getHeapSpaceStatistics();
       const young = spaces.find((s) => s.space_name === 'new_space');
-      const bySpace = Object.fromEntries(spaces.map((s) => [s.space_name, { physical: s.physical_space_size, used: s.space_used_size }]));
-      return { ...process.memoryUsage(), youngPhysical: young ? young.physical_space_size : 0, youngUsed: young ? young.space_used_size : 0, spaces: bySpace };
+      const bySpace = Object.fromEntries(
+        spaces.map((s) => [s.space_name, { physical: s.physical_space_size, used: s.space_used_size }]),
+      );
+      return {
+        ...process.memoryUsage(),
+        youngPhysical: young ? young.physical_space_size : 0,
+        youngUsed: young ? young.space_used_size : 0,
+        spaces: bySpace,
+      };
     },
     cpu() {
       return process.cpuUsage();

@@ -38,7 +38,9 @@ function summarize(file, top = 15) {
   for (const [id, us] of self) {
     const { functionName, url, lineNumber } = byId.get(id).callFrame;
     const name = functionName || '(anonymous)';
-    const where = url ? `${url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^file:\/\//, '')}:${lineNumber + 1}` : '';
+    const where = url
+      ? `${url.replace(/^.*\/(node_modules|dist)\//, '$1/').replace(/^file:\/\//, '')}:${lineNumber + 1}`
+      : '';
     const key = `${name} ${where}`.trim();
     fns.set(key, (fns.get(key) || 0) + us);
     const area = areaOf(url, name);
@@ -57,19 +59,34 @@ function summarize(file, top = 15) {
   }
   const busy = total - (areas.get('(idle)') || 0);
   const pct = (us) => ((100 * us) / busy).toFixed(1).padStart(5) + '%';
-  const lines = [`${path.basename(file)}: ${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy (percentages of busy time)`];
+  const lines = [
+    `${path.basename(file)}: ${(total / 1000).toFixed(0)} ms sampled, ${(busy / 1000).toFixed(0)} ms busy (percentages of busy time)`,
+  ];
   lines.push('  self time by function:');
-  const sortedFns = [...fns].filter(([k]) => !k.startsWith('(idle)')).sort((a, b) => b[1] - a[1]).slice(0, top);
+  const sortedFns = [...fns]
+    .filter(([k]) => !k.startsWith('(idle)'))
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top);
   for (const [key, us] of sortedFns) lines.push(`    ${pct(us)}  ${key}`);
   lines.push('  self time by area:');
-  const sortedAreas = [...areas].filter(([k]) => k !== '(idle)').sort((a, b) => b[1] - a[1]).slice(0, top);
+  const sortedAreas = [...areas]
+    .filter(([k]) => k !== '(idle)')
+    .sort((a, b) => b[1] - a[1])
+    .slice(0, top);
   for (const [key, us] of sortedAreas) lines.push(`    ${pct(us)}  ${key}`);
   const sortedInclusive = [...inclusive].sort((a, b) => b[1] - a[1]).slice(0, top);
   if (sortedInclusive.length > 0) {
     lines.push('  inclusive time of gateway functions (dist/, callees included):');
     for (const [key, us] of sortedInclusive) lines.push(`    ${pct(us)}  ${key}`);
   }
-  return { text: lines.join('\n'), totalMs: total / 1000, busyMs: busy / 1000, functions: sortedFns, areas: sortedAreas, inclusive: sortedInclusive };
+  return {
+    text: lines.join('\n'),
+    totalMs: total / 1000,
+    busyMs: busy / 1000,
+    functions: sortedFns,
+    areas: sortedAreas,
+    inclusive: sortedInclusive,
+  };
 }
 
 if (require.main === module) {

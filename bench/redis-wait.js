@@ -37,7 +37,11 @@ function freePort() {
 
 /** A redis-server child on `port`; resolves once it answers. */
 async function redisServer(port, extra = []) {
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', ...extra],
+    { stdio: 'ignore' },
+  );
   for (let i = 0; i < 200; i++) {
     if ((await redisInfo(port, 'server').catch(() => '')) !== '') return child;
     await sleep(25);
@@ -73,10 +77,20 @@ async function load(apiPort, workload, connections, ms) {
     while (Date.now() < endAt) {
       const startedAt = process.hrtime.bigint();
       const status = await new Promise((resolve) => {
-        const req = http.request({ host: '127.0.0.1', port: apiPort, method: 'POST', path: workload.path, agent, headers: { 'content-type': 'application/json' } }, (res) => {
-          res.resume();
-          res.on('end', () => resolve(res.statusCode));
-        });
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port: apiPort,
+            method: 'POST',
+            path: workload.path,
+            agent,
+            headers: { 'content-type': 'application/json' },
+          },
+          (res) => {
+            res.resume();
+            res.on('end', () => resolve(res.statusCode));
+          },
+        );
         req.on('error', () => resolve(0));
         req.end(workload.body);
       });
@@ -88,7 +102,11 @@ async function load(apiPort, workload, connections, ms) {
   await Promise.all(Array.from({ length: connections }, loop));
   agent.destroy();
   latencies.sort((a, b) => a - b);
-  return { perSec: (1000 * latencies.length) / (Date.now() - startedAt), p99: latencies[Math.floor(latencies.length * 0.99)], errors };
+  return {
+    perSec: (1000 * latencies.length) / (Date.now() - startedAt),
+    p99: latencies[Math.floor(latencies.length * 0.99)],
+    errors,
+  };
 }
 
 async function gateway(redisPort, wait) {
@@ -107,7 +125,10 @@ async function gateway(redisPort, wait) {
     REDIS_WAIT_REPLICAS: String(wait),
     REDIS_WAIT_TIMEOUT: '1s',
   };
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'main.js')], { env, stdio: ['ignore', 'ignore', 'inherit'] });
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
   await untilReady(apiPort, child, `gateway (REDIS_WAIT_REPLICAS=${wait})`, 30_000);
   return { child, apiPort };
 }
@@ -129,20 +150,25 @@ async function main() {
         for (const workload of WORKLOADS) {
           await load(node.apiPort, workload, o.connections, 500); // warm-up
           const r = await load(node.apiPort, workload, o.connections, o.seconds * 1000);
-          if (r.errors > 0) throw new Error(`${workload.key} with REDIS_WAIT_REPLICAS=${wait}: ${r.errors} answers other than 204`);
-          ((results[workload.key] ??= { 0: [], 1: [] })[wait]).push(r);
+          if (r.errors > 0)
+            throw new Error(`${workload.key} with REDIS_WAIT_REPLICAS=${wait}: ${r.errors} answers other than 204`);
+          (results[workload.key] ??= { 0: [], 1: [] })[wait].push(r);
         }
         node.child.kill('SIGTERM');
         await new Promise((resolve) => node.child.once('exit', resolve));
       }
     }
-    console.log(`REDIS_WAIT_REPLICAS, one node, a local replica, ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (medians)`);
+    console.log(
+      `REDIS_WAIT_REPLICAS, one node, a local replica, ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (medians)`,
+    );
     console.log('| workload | wait=0 req/s | wait=1 req/s | ratio | wait=0 p99 ms | wait=1 p99 ms | ratio |');
     console.log('|---|---:|---:|---:|---:|---:|---:|');
     for (const [key, byWait] of Object.entries(results)) {
       const rate = (w) => median(byWait[w].map((r) => r.perSec));
       const p99 = (w) => median(byWait[w].map((r) => r.p99));
-      console.log(`| ${key} | ${rate(0).toFixed(0)} | ${rate(1).toFixed(0)} | ${(rate(1) / rate(0)).toFixed(2)}× | ${p99(0).toFixed(2)} | ${p99(1).toFixed(2)} | ${(p99(1) / p99(0)).toFixed(2)}× |`);
+      console.log(
+        `| ${key} | ${rate(0).toFixed(0)} | ${rate(1).toFixed(0)} | ${(rate(1) / rate(0)).toFixed(2)}× | ${p99(0).toFixed(2)} | ${p99(1).toFixed(2)} | ${(p99(1) / p99(0)).toFixed(2)}× |`,
+      );
     }
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');

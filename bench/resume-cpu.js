@@ -32,7 +32,8 @@ const { parseArgs, untilReady, processUsage, median, sleep } = require('./lib/fi
 
 const ROOT = path.resolve(__dirname, '..');
 const LATTICE = 'v1.gateway-lattice+json';
-const USAGE = 'node bench/resume-cpu.js [--sessions 2000] [--rounds 6] [--inflight 20] [--against <main.js>] [--redis <url>]';
+const USAGE =
+  'node bench/resume-cpu.js [--sessions 2000] [--rounds 6] [--inflight 20] [--against <main.js>] [--redis <url>]';
 
 /** One handshake; resolves with the socket and its hello. */
 function open(port, user, protocols) {
@@ -47,12 +48,14 @@ function open(port, user, protocols) {
 async function pool(count, inflight, job) {
   const out = new Array(count);
   let next = 0;
-  await Promise.all(Array.from({ length: inflight }, async () => {
-    while (next < count) {
-      const i = next++;
-      out[i] = await job(i);
-    }
-  }));
+  await Promise.all(
+    Array.from({ length: inflight }, async () => {
+      while (next < count) {
+        const i = next++;
+        out[i] = await job(i);
+      }
+    }),
+  );
   return out;
 }
 
@@ -77,7 +80,10 @@ async function cpuFor(pid, work) {
 }
 
 async function measure(mainJs, o) {
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'ignore', 'inherit', 'ipc'] });
+  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  });
   let gateway = null;
   let sessions = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
@@ -87,22 +93,37 @@ async function measure(mainJs, o) {
       upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
     });
     const port = 23000 + (process.pid % 500) * 4;
-    const env = { ...process.env, UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`, HOST: '127.0.0.1', PORT: String(port), BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: String(port + 1), LOG_LEVEL: 'error', RESUME_WINDOW: '2m' };
-    if (o.redis !== null) Object.assign(env, { REDIS_URL: o.redis, REDIS_PREFIX: `bench-resume-${process.pid}-${Date.now()}:` });
+    const env = {
+      ...process.env,
+      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
+      HOST: '127.0.0.1',
+      PORT: String(port),
+      BACKEND_API_HOST: '127.0.0.1',
+      BACKEND_API_PORT: String(port + 1),
+      LOG_LEVEL: 'error',
+      RESUME_WINDOW: '2m',
+    };
+    if (o.redis !== null)
+      Object.assign(env, { REDIS_URL: o.redis, REDIS_PREFIX: `bench-resume-${process.pid}-${Date.now()}:` });
     gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
     await untilReady(port + 1, gateway, mainJs, 30_000);
     const optIn = [LATTICE, 'gateway-resume'];
     sessions = await pool(o.sessions, o.inflight, (i) => open(port, `s${i}`, optIn));
-    await pool(o.sessions, 8, (i) => put(port + 1, `/v1/connection/${sessions[i].hello[2].cid}/subscriptions/user/s${i}`, agent));
+    await pool(o.sessions, 8, (i) =>
+      put(port + 1, `/v1/connection/${sessions[i].hello[2].cid}/subscriptions/user/s${i}`, agent),
+    );
     const rounds = [];
     for (let round = 0; round <= o.rounds; round++) {
       for (const { ws } of sessions) ws.terminate();
       await sleep(500); // the drops reach the gateway (not measured)
       const resumeUs = await cpuFor(gateway.pid, async () => {
         sessions = await pool(o.sessions, o.inflight, async (i) => {
-          const offer = Buffer.from(JSON.stringify({ token: sessions[i].hello[1].resume.token, positions: {} })).toString('base64url');
+          const offer = Buffer.from(
+            JSON.stringify({ token: sessions[i].hello[1].resume.token, positions: {} }),
+          ).toString('base64url');
           const resumed = await open(port, `s${i}`, [LATTICE, `gateway-resume.${offer}`]);
-          if (resumed.hello[1].resumed !== true) throw new Error(`session ${i} not resumed: ${JSON.stringify(resumed.hello[1])}`);
+          if (resumed.hello[1].resumed !== true)
+            throw new Error(`session ${i} not resumed: ${JSON.stringify(resumed.hello[1])}`);
           return resumed;
         });
       });
@@ -154,20 +175,33 @@ async function measureFloor(o) {
 }
 
 async function main() {
-  const o = parseArgs(process.argv.slice(2), { against: null, redis: null, sessions: 2000, rounds: 6, inflight: 20 }, USAGE);
+  const o = parseArgs(
+    process.argv.slice(2),
+    { against: null, redis: null, sessions: 2000, rounds: 6, inflight: 20 },
+    USAGE,
+  );
   const builds = { this: path.join(ROOT, 'dist', 'main.js') };
   if (o.against !== null) builds.against = o.against;
-  for (const file of Object.values(builds)) if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
+  for (const file of Object.values(builds))
+    if (!fs.existsSync(file)) throw new Error(`${file} is missing (npm run build)`);
   const mode = o.redis === null ? 'one node' : 'cluster mode (one node, Redis not counted)';
-  console.log(`${o.sessions} sessions with a topic each, ${o.rounds} rounds after a warm-up, ${mode}; the gateway's own CPU per operation`);
+  console.log(
+    `${o.sessions} sessions with a topic each, ${o.rounds} rounds after a warm-up, ${mode}; the gateway's own CPU per operation`,
+  );
   console.log('build | round | µs per resume | µs per connect + auth | connect ÷ resume');
   const summary = [];
   for (const [name, file] of Object.entries(builds)) {
     const rounds = await measure(file, o);
-    rounds.forEach((r, i) => console.log(`${name} | ${i + 1} | ${r.resumeUs.toFixed(0)} | ${r.connectUs.toFixed(0)} | ${(r.connectUs / r.resumeUs).toFixed(2)}`));
+    rounds.forEach((r, i) =>
+      console.log(
+        `${name} | ${i + 1} | ${r.resumeUs.toFixed(0)} | ${r.connectUs.toFixed(0)} | ${(r.connectUs / r.resumeUs).toFixed(2)}`,
+      ),
+    );
     const resume = median(rounds.map((r) => r.resumeUs));
     const connect = median(rounds.map((r) => r.connectUs));
-    summary.push(`${name}: median ${resume.toFixed(0)} µs per resume, ${connect.toFixed(0)} µs per connect + auth: a resume costs ${(resume / connect).toFixed(2)}× a connect (${(connect / resume).toFixed(2)}× as many per CPU second)`);
+    summary.push(
+      `${name}: median ${resume.toFixed(0)} µs per resume, ${connect.toFixed(0)} µs per connect + auth: a resume costs ${(resume / connect).toFixed(2)}× a connect (${(connect / resume).toFixed(2)}× as many per CPU second)`,
+    );
   }
   const floor = await measureFloor(o);
   floor.forEach((us, i) => console.log(`floor | ${i + 1} | ${us.toFixed(0)} (a bare handshake) | |`));

@@ -59,7 +59,10 @@ async function untilDetached(stack, count, timeoutMs) {
   const deadline = Date.now() + timeoutMs;
   let seen = null;
   while ((seen = await metricOf(stack.server.api, 'gateway_sessions_detached')) !== count) {
-    if (Date.now() > deadline) throw new Error(`${stack.target}: gateway_sessions_detached is ${seen}, expected ${count} within ${timeoutMs} ms of dropping the connections`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `${stack.target}: gateway_sessions_detached is ${seen}, expected ${count} within ${timeoutMs} ms of dropping the connections`,
+      );
     await sleep(20);
   }
 }
@@ -79,7 +82,12 @@ function resumeCost({ openAll, measured, latency }) {
     /** The R connections of one side, before the rounds. */
     open(stack, cfg, opts, resumable) {
       return resumable
-        ? openAll(stack, cfg.resumes.perRound, { topic: 'user/{user}', userPrefix: 'r', group: 'res', resumable: true }, opts)
+        ? openAll(
+            stack,
+            cfg.resumes.perRound,
+            { topic: 'user/{user}', userPrefix: 'r', group: 'res', resumable: true },
+            opts,
+          )
         : openAll(stack, cfg.resumes.perRound, { userPrefix: 'cs', group: 'conn' }, opts);
     },
 
@@ -93,7 +101,9 @@ function resumeCost({ openAll, measured, latency }) {
         return measured(stack, () => openAll(stack, cfg.resumes.perRound, { cmd: 'resume', group: 'res' }, costOpts));
       }
       await all(stack.workers, { cmd: 'goodbye', group: 'conn', code: 1000, timeoutMs: 30_000 }, 40_000);
-      return measured(stack, () => openAll(stack, cfg.resumes.perRound, { userPrefix: `c${r}x`, group: 'conn' }, costOpts));
+      return measured(stack, () =>
+        openAll(stack, cfg.resumes.perRound, { userPrefix: `c${r}x`, group: 'conn' }, costOpts),
+      );
     },
 
     summarize(costs) {
@@ -122,7 +132,16 @@ function resumeCost({ openAll, measured, latency }) {
   };
 }
 
-function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeDelivery, publishBody, startStack, latency }) {
+function resumeScenario({
+  openAll,
+  postMany,
+  deliveryRound,
+  measured,
+  summarizeDelivery,
+  publishBody,
+  startStack,
+  latency,
+}) {
   const all = (workers, msg, timeoutMs) => Promise.all(workers.map((w) => w.request(msg, timeoutMs)));
   const isResumable = (stack) => stack.target === 'gateway';
   const strip = ({ helloMs: _, ...rest }) => rest;
@@ -131,7 +150,12 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
   async function idleMemory(stack, cfg, opts) {
     await sleep(1000);
     const before = await memoryOf(stack.server);
-    const open = await openAll(stack, cfg.idle.n, { topic: 'user/{user}', userPrefix: 'i', group: 'idle', resumable: isResumable(stack) }, opts);
+    const open = await openAll(
+      stack,
+      cfg.idle.n,
+      { topic: 'user/{user}', userPrefix: 'i', group: 'idle', resumable: isResumable(stack) },
+      opts,
+    );
     await sleep(1000);
     const after = await memoryOf(stack.server);
     const n = open.opened;
@@ -165,7 +189,9 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       const fanOpen = await openAll(stack, cfg.fanout.n, { topic: 'bench/fan', resumable: isResumable(stack) }, opts);
       const url = `${stack.server.api}/v1/publish/bench/fan`;
       await sleep(300);
-      await deliveryRound(stack, opts, cfg.fanout.warmup, true, () => postMany(url, cfg.fanout.warmup, cfg.fanout.afap.inflight, null, publishBody));
+      await deliveryRound(stack, opts, cfg.fanout.warmup, true, () =>
+        postMany(url, cfg.fanout.warmup, cfg.fanout.afap.inflight, null, publishBody),
+      );
       // R connections on both sides, so both servers hold as many during fan-out: those the
       // resumable side will drop and resume, those the legacy side will replace by new ones.
       const resOpen = await cost.open(stack, cfg, opts, isResumable(stack));
@@ -179,12 +205,17 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       const count = Math.ceil(cfg.fanout.afap.count / cfg.rounds);
       // A full GC first: the garbage of the previous round's handshakes (this stack ran last) is not billed to fan-out.
       await stack.server.request({ probe: 'mem', gc: true }, 30_000);
-      const afap = await measured(stack, () => deliveryRound(stack, opts, count, true, () => postMany(state.url, count, cfg.fanout.afap.inflight, null, publishBody)));
+      const afap = await measured(stack, () =>
+        deliveryRound(stack, opts, count, true, () =>
+          postMany(state.url, count, cfg.fanout.afap.inflight, null, publishBody),
+        ),
+      );
       return { afap, cost: await cost.round(stack, cfg, opts, r, isResumable(stack)) };
     },
 
     summarize(state, rs) {
-      if (rs.length > 0 && rs[0].afap === undefined) return { resOpen: state.resOpen, cost: cost.summarize(rs.map((r) => r.cost)) };
+      if (rs.length > 0 && rs[0].afap === undefined)
+        return { resOpen: state.resOpen, cost: cost.summarize(rs.map((r) => r.cost)) };
       return {
         idle: state.idle,
         fanOpen: state.fanOpen,
@@ -200,13 +231,21 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       const b = res.baseline;
       const out = [];
       const add = (metric, unit, f, target) => out.push(row(label, metric, unit, g && f(g), b && f(b), target));
-      add('afap delivered (resumable vs legacy subscribers)', 'msg/s', (x) => x.afap.deliveredPerSec, { op: '>=', value: 0.9 });
+      add('afap delivered (resumable vs legacy subscribers)', 'msg/s', (x) => x.afap.deliveredPerSec, {
+        op: '>=',
+        value: 0.9,
+      });
       add('afap publishes', '/s', (x) => x.afap.sendsPerSec);
       add('afap p50', 'ms', (x) => x.afap.p50);
       add('afap p99', 'ms', (x) => x.afap.p99);
       add('afap server CPU per msg', 'µs', (x) => x.afap.serverCpuUsPerFrame);
       add('fanout losses', 'msgs', (x) => x.afap.losses + x.afap.duplicates + x.fanOpen.failed, { op: '==0' });
-      add('idle RSS per conn, empty young gen excluded (resumable vs legacy)', 'KiB', (x) => x.idle.rssSettledPerConn / 1024, { op: '<=', value: 1.1 });
+      add(
+        'idle RSS per conn, empty young gen excluded (resumable vs legacy)',
+        'KiB',
+        (x) => x.idle.rssSettledPerConn / 1024,
+        { op: '<=', value: 1.1 },
+      );
       add('idle raw RSS per connection', 'KiB', (x) => x.idle.rssPerConn / 1024);
       add('idle heap used per connection', 'KiB', (x) => x.idle.heapPerConn / 1024);
       add('idle failed connections', '', (x) => x.idle.failed, { op: '==0' });
@@ -214,10 +253,22 @@ function resumeScenario({ openAll, postMany, deliveryRound, measured, summarizeD
       if (res.floor && b) {
         // One ceiling for both columns: the bare handshake's connects/s, and how far above new connects it lies.
         const f = res.floor.cost;
-        out.push({ ...row(label, 'handshake floor connects (bare ws, no auth)', '/s', f.perSec, f.perSec), ratio: null, target: '(ceiling)' });
-        out.push({ ...row(label, 'handshake floor CPU per connect', 'µs', f.serverCpuUsPerOp, f.serverCpuUsPerOp), ratio: null, target: '(ceiling)' });
+        out.push({
+          ...row(label, 'handshake floor connects (bare ws, no auth)', '/s', f.perSec, f.perSec),
+          ratio: null,
+          target: '(ceiling)',
+        });
+        out.push({
+          ...row(label, 'handshake floor CPU per connect', 'µs', f.serverCpuUsPerOp, f.serverCpuUsPerOp),
+          ratio: null,
+          target: '(ceiling)',
+        });
         const most = f.perSec / b.cost.perSec;
-        out.push({ ...row(label, 'most a resume can gain: floor ÷ connects + auth', '×', most, most), ratio: null, target: '(ceiling)' });
+        out.push({
+          ...row(label, 'most a resume can gain: floor ÷ connects + auth', '×', most, most),
+          ratio: null,
+          target: '(ceiling)',
+        });
       }
       return out;
     },

@@ -21,13 +21,51 @@ const PROFILES = {
     timeLimitMs: 300_000,
     connect: [{ label: 'connect 5k', warmup: 200, count: 5000, rounds: 5, concurrency: 16 }],
     rpc: [{ label: 'rpc 50 conns', connections: 50, inflights: [1, 8], warmupMs: 500, durationMs: 5000, rounds: 5 }],
-    fanout: [{ label: 'fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, afap: { count: 600, inflight: 4 } }],
+    fanout: [
+      {
+        label: 'fanout 1k',
+        n: 1000,
+        warmup: 20,
+        rounds: 5,
+        paced: { rate: 40, count: 200 },
+        afap: { count: 600, inflight: 4 },
+      },
+    ],
     lattice: [{ label: 'lattice 1k', n: 1000, warmup: 10, updates: 400, rounds: 5, inflight: 4 }],
     idle: [{ label: 'idle 5k', n: 5000 }],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 1000, durationMs: 5_000, rounds: 5 }],
-    cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 20, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 600, inflight: 4 }],
-    resume: [{ label: 'resume 1k', rounds: 5, idle: { n: 5000 }, fanout: { n: 1000, warmup: 20, afap: { count: 600, inflight: 4 } }, resumes: { perRound: 1000, concurrency: 16 } }],
-    deploy: [{ label: 'deploy 3k', clients: 3000, topics: 300, rate: 100, leadMs: 2000, tailMs: 2000, rounds: 3, resumes: { perRound: 1000, concurrency: 16 } }],
+    cluster: [
+      {
+        label: 'cluster fanout 1k',
+        n: 1000,
+        warmup: 20,
+        rounds: 5,
+        paced: { rate: 40, count: 200 },
+        publishes: 600,
+        inflight: 4,
+      },
+    ],
+    resume: [
+      {
+        label: 'resume 1k',
+        rounds: 5,
+        idle: { n: 5000 },
+        fanout: { n: 1000, warmup: 20, afap: { count: 600, inflight: 4 } },
+        resumes: { perRound: 1000, concurrency: 16 },
+      },
+    ],
+    deploy: [
+      {
+        label: 'deploy 3k',
+        clients: 3000,
+        topics: 300,
+        rate: 100,
+        leadMs: 2000,
+        tailMs: 2000,
+        rounds: 3,
+        resumes: { perRound: 1000, concurrency: 16 },
+      },
+    ],
   },
   full: {
     workers: 4,
@@ -35,8 +73,22 @@ const PROFILES = {
     connect: [{ label: 'connect 10k', warmup: 500, count: 10_000, rounds: 5, concurrency: 16 }],
     rpc: [{ label: 'rpc 50 conns', connections: 50, inflights: [1, 8], warmupMs: 2000, durationMs: 10_000, rounds: 5 }],
     fanout: [
-      { label: 'fanout 1k', n: 1000, warmup: 50, rounds: 5, paced: { rate: 40, count: 200 }, afap: { count: 2000, inflight: 4 } },
-      { label: 'fanout 10k', n: 10_000, warmup: 10, rounds: 5, paced: { rate: 4, count: 40 }, afap: { count: 300, inflight: 4 } },
+      {
+        label: 'fanout 1k',
+        n: 1000,
+        warmup: 50,
+        rounds: 5,
+        paced: { rate: 40, count: 200 },
+        afap: { count: 2000, inflight: 4 },
+      },
+      {
+        label: 'fanout 10k',
+        n: 10_000,
+        warmup: 10,
+        rounds: 5,
+        paced: { rate: 4, count: 40 },
+        afap: { count: 300, inflight: 4 },
+      },
     ],
     lattice: [{ label: 'lattice 1k', n: 1000, warmup: 20, updates: 1000, rounds: 5, inflight: 4 }],
     idle: [
@@ -44,9 +96,38 @@ const PROFILES = {
       { label: 'idle 20k', n: 20_000 },
     ],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 2000, durationMs: 20_000, rounds: 5 }],
-    cluster: [{ label: 'cluster fanout 1k', n: 1000, warmup: 50, rounds: 5, paced: { rate: 40, count: 200 }, publishes: 2000, inflight: 4 }],
-    resume: [{ label: 'resume 2k', rounds: 5, idle: { n: 10_000 }, fanout: { n: 1000, warmup: 50, afap: { count: 2000, inflight: 4 } }, resumes: { perRound: 2000, concurrency: 16 } }],
-    deploy: [{ label: 'deploy 6k', clients: 6000, topics: 600, rate: 200, leadMs: 3000, tailMs: 3000, rounds: 5, resumes: { perRound: 2000, concurrency: 16 } }],
+    cluster: [
+      {
+        label: 'cluster fanout 1k',
+        n: 1000,
+        warmup: 50,
+        rounds: 5,
+        paced: { rate: 40, count: 200 },
+        publishes: 2000,
+        inflight: 4,
+      },
+    ],
+    resume: [
+      {
+        label: 'resume 2k',
+        rounds: 5,
+        idle: { n: 10_000 },
+        fanout: { n: 1000, warmup: 50, afap: { count: 2000, inflight: 4 } },
+        resumes: { perRound: 2000, concurrency: 16 },
+      },
+    ],
+    deploy: [
+      {
+        label: 'deploy 6k',
+        clients: 6000,
+        topics: 600,
+        rate: 200,
+        leadMs: 3000,
+        tailMs: 3000,
+        rounds: 5,
+        resumes: { perRound: 2000, concurrency: 16 },
+      },
+    ],
   },
 };
 const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume', 'deploy', 'api'];
@@ -58,7 +139,16 @@ const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume
 const ON_REQUEST = new Set(['api', 'resume', 'deploy']);
 
 function parseArgs(argv) {
-  const args = { profile: 'quick', check: false, only: null, cpuProfile: false, workers: null, pin: false, tracing: false, against: null };
+  const args = {
+    profile: 'quick',
+    check: false,
+    only: null,
+    cpuProfile: false,
+    workers: null,
+    pin: false,
+    tracing: false,
+    against: null,
+  };
   for (let i = 0; i < argv.length; i++) {
     const a = argv[i];
     if (a === '--full') args.profile = 'full';
@@ -83,7 +173,7 @@ function parseArgs(argv) {
           '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +
           '  --tracing   the gateway traces every call (OTEL_TRACES_SAMPLER=always_on) to a local OTLP sink\n' +
           '              (bench/otlp-sink.js): compare with a run without it for the cost of tracing\n' +
-          '  --against   the baseline column is this build of the gateway (e.g. an earlier commit\'s\n' +
+          "  --against   the baseline column is this build of the gateway (e.g. an earlier commit's\n" +
           '              dist/main.js): ratios are then this gateway ÷ that one, measured in one run\n' +
           '  --workers   load-generator processes (default 4)\n',
       );
@@ -148,10 +238,20 @@ function ensureFileLimit(plan, workers) {
   if (soft >= need || process.env.BENCH_FD_RAISED) return soft;
   for (const target of [need, Math.min(need, hard)]) {
     if (target <= soft) continue;
-    const raised = spawnSync('sh', ['-c', `ulimit -n ${target} 2>/dev/null || exit 97; exec "$0" "$@"`, process.execPath, __filename, ...process.argv.slice(2)], {
-      stdio: 'inherit',
-      env: { ...process.env, BENCH_FD_RAISED: String(target) },
-    });
+    const raised = spawnSync(
+      'sh',
+      [
+        '-c',
+        `ulimit -n ${target} 2>/dev/null || exit 97; exec "$0" "$@"`,
+        process.execPath,
+        __filename,
+        ...process.argv.slice(2),
+      ],
+      {
+        stdio: 'inherit',
+        env: { ...process.env, BENCH_FD_RAISED: String(target) },
+      },
+    );
     if (raised.status !== 97) process.exit(raised.status ?? 1);
   }
   return soft;
@@ -183,7 +283,10 @@ function tooManyFiles(name, cfg, workers, limit) {
 
 function planFor(args) {
   const profile = PROFILES[args.profile];
-  return ORDER.filter((name) => (args.only === null ? !ON_REQUEST.has(name) : args.only.includes(name))).map((name) => [name, profile[name]]);
+  return ORDER.filter((name) => (args.only === null ? !ON_REQUEST.has(name) : args.only.includes(name))).map((name) => [
+    name,
+    profile[name],
+  ]);
 }
 
 function machine() {
@@ -195,7 +298,14 @@ function machine() {
   } catch {
     // not Linux: os.cpus() is good enough
   }
-  return { nproc: Number(nproc), cpu: model, node: process.version, os: `${os.type()} ${os.release()}`, memGiB: +(os.totalmem() / 2 ** 30).toFixed(1), ulimitN: fileLimits().soft };
+  return {
+    nproc: Number(nproc),
+    cpu: model,
+    node: process.version,
+    os: `${os.type()} ${os.release()}`,
+    memGiB: +(os.totalmem() / 2 ** 30).toFixed(1),
+    ulimitN: fileLimits().soft,
+  };
 }
 
 function stamp() {
@@ -212,7 +322,15 @@ async function main() {
   const ts = stamp();
   const resultsDir = path.join(BENCH, 'results');
   fs.mkdirSync(resultsDir, { recursive: true });
-  const opts = { workers, openConcurrency: 32, openTimeoutMs: 300_000, deliveryTimeoutMs: args.profile === 'full' ? 60_000 : 20_000, profileDir: null, profiles: [], heapSnapshots: [] };
+  const opts = {
+    workers,
+    openConcurrency: 32,
+    openTimeoutMs: 300_000,
+    deliveryTimeoutMs: args.profile === 'full' ? 60_000 : 20_000,
+    profileDir: null,
+    profiles: [],
+    heapSnapshots: [],
+  };
   if (args.cpuProfile) {
     opts.profileDir = path.join(resultsDir, `prof-${ts}`);
     fs.mkdirSync(opts.profileDir, { recursive: true });
@@ -224,7 +342,9 @@ async function main() {
   info.tracing = args.tracing;
   if (args.against !== null) setAgainst(args.against);
   info.against = args.against;
-  process.stdout.write(`bench ${args.profile}: ${info.nproc} CPUs (${info.cpu}), Node ${info.node}, ${workers} load workers\n`);
+  process.stdout.write(
+    `bench ${args.profile}: ${info.nproc} CPUs (${info.cpu}), Node ${info.node}, ${workers} load workers\n`,
+  );
 
   const startedAt = Date.now();
   const watchdog = setTimeout(() => {
@@ -272,7 +392,8 @@ async function main() {
   process.stdout.write('\n' + text + '\n\n');
   const missed = table.filter((r) => r.pass === false);
   process.stdout.write(`${elapsedSec.toFixed(0)} s total. ` + verdict(missed, failures, skipped) + '\n');
-  if (args.profile === 'quick' && elapsedSec > 180) process.stdout.write('note: the quick profile took over 3 minutes on this machine\n');
+  if (args.profile === 'quick' && elapsedSec > 180)
+    process.stdout.write('note: the quick profile took over 3 minutes on this machine\n');
   for (const f of failures) process.stdout.write(`scenario failed: ${f}\n`);
   for (const f of skipped) process.stdout.write(`scenario ${f}\n`);
   for (const f of capped) process.stdout.write(`scenario ${f}\n`);
@@ -281,10 +402,28 @@ async function main() {
   for (const s of summaries) process.stdout.write('\n' + s.text + '\n');
   const heaps = opts.heapSnapshots.map((h) => ({ ...h, ...summarizeHeap(h.file, h.connections, 20, h.before) }));
   for (const h of heaps) process.stdout.write('\n' + h.text + '\n');
-  if (heaps.length > 0) process.stdout.write('\nnote: the heap snapshots inflate RSS: read idle memory figures from a run without --cpu-prof\n');
+  if (heaps.length > 0)
+    process.stdout.write(
+      '\nnote: the heap snapshots inflate RSS: read idle memory figures from a run without --cpu-prof\n',
+    );
 
   const base = path.join(resultsDir, ts);
-  const doc = { startedAt: new Date(startedAt).toISOString(), profile: args.profile, command, machine: info, workers, elapsedSec, results, rows: table, missed: missed.map((r) => `${r.scenario} ${r.metric}`), failures, skipped, capped, profiles: summaries.map(({ text: _, ...s }) => s), heapSnapshots: heaps.map(({ text: _, ...h }) => h) };
+  const doc = {
+    startedAt: new Date(startedAt).toISOString(),
+    profile: args.profile,
+    command,
+    machine: info,
+    workers,
+    elapsedSec,
+    results,
+    rows: table,
+    missed: missed.map((r) => `${r.scenario} ${r.metric}`),
+    failures,
+    skipped,
+    capped,
+    profiles: summaries.map(({ text: _, ...s }) => s),
+    heapSnapshots: heaps.map(({ text: _, ...h }) => h),
+  };
   fs.writeFileSync(base + '.json', JSON.stringify(doc, null, 2));
   const md = [
     `Run ${doc.startedAt} (${args.profile} profile, ${elapsedSec.toFixed(0)} s)`,

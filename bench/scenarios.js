@@ -22,7 +22,13 @@ let ipBase = 0; // a fresh 127.<ipBase>.x.y source range per stack: no port reus
 // ---- plumbing ---------------------------------------------------------------
 
 async function startStack(target, opts, def = {}) {
-  const stack = { target, upstream: await startUpstream(), server: null, workers: [], ipBase: (ipBase = (ipBase % 250) + 1) };
+  const stack = {
+    target,
+    upstream: await startUpstream(),
+    server: null,
+    workers: [],
+    ipBase: (ipBase = (ipBase % 250) + 1),
+  };
   try {
     if (target !== 'limit') stack.server = await startServer(target, stack.upstream.url);
     stack.workers = await startWorkers(def.workers || opts.workers, def.workerFile);
@@ -35,7 +41,11 @@ async function startStack(target, opts, def = {}) {
 
 async function stopStack(stack) {
   await Promise.allSettled(stack.workers.map((w) => w.request({ cmd: 'close' }, 10_000)));
-  await Promise.allSettled([...stack.workers, ...(stack.nodes ?? [stack.server]), stack.upstream, stack.redis].filter(Boolean).map((c) => c.stop()));
+  await Promise.allSettled(
+    [...stack.workers, ...(stack.nodes ?? [stack.server]), stack.upstream, stack.redis]
+      .filter(Boolean)
+      .map((c) => c.stop()),
+  );
 }
 
 const median = (xs) => {
@@ -58,7 +68,11 @@ async function runScenario(def, targets, cfg, opts) {
       // Idle measures memory, which is per process: the two set-ups run side by side to save time.
       const t0 = Date.now();
       log(`  ${cfg.label} · ${targets.join(' + ')} side by side … `);
-      await Promise.all(targets.map(async (t) => (stacks[t] = await (def.startStack ? def.startStack(t, opts) : startStack(t, opts, def)))));
+      await Promise.all(
+        targets.map(
+          async (t) => (stacks[t] = await (def.startStack ? def.startStack(t, opts) : startStack(t, opts, def))),
+        ),
+      );
       await Promise.all(targets.map(async (t) => (state[t] = await def.setup(stacks[t], cfg, opts))));
       log(`${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
@@ -72,7 +86,12 @@ async function runScenario(def, targets, cfg, opts) {
       log(`${((Date.now() - t0) / 1000).toFixed(1)} s\n`);
     }
     const n = def.rounds ? def.rounds(cfg, opts) : 0;
-    const profiled = opts.profileDir && n > 0 ? Object.values(stacks).filter((s) => s.server !== null).map((s) => s.server) : [];
+    const profiled =
+      opts.profileDir && n > 0
+        ? Object.values(stacks)
+            .filter((s) => s.server !== null)
+            .map((s) => s.server)
+        : [];
     for (const server of profiled) await server.request({ probe: 'prof-start' }, 10_000);
     if (n > 0) log(`  ${cfg.label} · 1 + ${n} interleaved rounds … `);
     const t0 = Date.now();
@@ -112,7 +131,8 @@ async function measured(stack, fn) {
 }
 
 const all = (workers, msg, timeoutMs) => Promise.all(workers.map((w) => w.request(msg, timeoutMs)));
-const split = (total, parts) => Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
+const split = (total, parts) =>
+  Array.from({ length: parts }, (_, i) => Math.floor(total / parts) + (i < total % parts ? 1 : 0));
 
 /**
  * Open `count` connections spread over the workers; each waits for hello, then subscribes as asked.
@@ -123,7 +143,18 @@ async function openAll(stack, count, extra, opts) {
   let offset = extra.offset || 0;
   const results = await Promise.all(
     split(count, workers.length).map((n, i) => {
-      const msg = { cmd: 'open', url: server.url, api: server.api, count: n, offset, concurrency: opts.openConcurrency, ipBase: stack.ipBase, timeoutMs: 30_000, userPrefix: 'u', ...extra };
+      const msg = {
+        cmd: 'open',
+        url: server.url,
+        api: server.api,
+        count: n,
+        offset,
+        concurrency: opts.openConcurrency,
+        ipBase: stack.ipBase,
+        timeoutMs: 30_000,
+        userPrefix: 'u',
+        ...extra,
+      };
       offset += n;
       return workers[i].request(msg, opts.openTimeoutMs);
     }),
@@ -134,8 +165,18 @@ async function openAll(stack, count, extra, opts) {
   const lastHelloAt = Math.max(...results.map((r) => r.lastHelloAt));
   const lastReadyAt = Math.max(...results.map((r) => r.lastReadyAt));
   const opened = results.reduce((s, r) => s + r.opened, 0);
-  if (failed > 0) process.stdout.write(`\n    ! ${stack.target}: ${failed} of ${opened + failed} connections failed to ${extra.cmd || 'open'}: ${JSON.stringify(whys)}\n`);
-  return { opened, failed, whys, helloPerSec: (1000 * opened) / (lastHelloAt - firstAt), readyMs: lastReadyAt - firstAt, helloMs: results.flatMap((r) => r.helloMs) };
+  if (failed > 0)
+    process.stdout.write(
+      `\n    ! ${stack.target}: ${failed} of ${opened + failed} connections failed to ${extra.cmd || 'open'}: ${JSON.stringify(whys)}\n`,
+    );
+  return {
+    opened,
+    failed,
+    whys,
+    helloPerSec: (1000 * opened) / (lastHelloAt - firstAt),
+    readyMs: lastReadyAt - firstAt,
+    helloMs: results.flatMap((r) => r.helloMs),
+  };
 }
 
 /** POST `count` bodies to `url` with at most `inflight` at once (one lane each), paced at `rate`/s when given. */
@@ -167,7 +208,11 @@ async function deliveryRound(stack, opts, perConn, hasTimestamps, send) {
   const sampleEvery = hasTimestamps ? Math.max(1, Math.ceil(total / SAMPLES_WANTED)) : 0;
   await all(stack.workers, { cmd: 'expect', perConn, sampleEvery }, 10_000);
   const sent = await send();
-  const waits = await all(stack.workers, { cmd: 'wait', timeoutMs: opts.deliveryTimeoutMs }, opts.deliveryTimeoutMs + 10_000);
+  const waits = await all(
+    stack.workers,
+    { cmd: 'wait', timeoutMs: opts.deliveryTimeoutMs },
+    opts.deliveryTimeoutMs + 10_000,
+  );
   const received = waits.reduce((s, w) => s + w.received, 0);
   const lastAt = Math.max(...waits.map((w) => w.lastAt));
   return {
@@ -210,19 +255,32 @@ const fanout = {
     const open = await openAll(stack, cfg.n, { topic: 'bench/fan' }, opts);
     const url = `${stack.server.api}/v1/publish/bench/fan`;
     await sleep(300);
-    await deliveryRound(stack, opts, cfg.warmup, true, () => postMany(url, cfg.warmup, cfg.afap.inflight, null, publishBody));
+    await deliveryRound(stack, opts, cfg.warmup, true, () =>
+      postMany(url, cfg.warmup, cfg.afap.inflight, null, publishBody),
+    );
     return { open, url };
   },
   rounds: (cfg) => cfg.rounds,
   async round(stack, cfg, opts, state) {
     const pacedCount = Math.ceil(cfg.paced.count / cfg.rounds);
     const afapCount = Math.ceil(cfg.afap.count / cfg.rounds);
-    const paced = await deliveryRound(stack, opts, pacedCount, true, () => postMany(state.url, pacedCount, 16, cfg.paced.rate, publishBody));
-    const afap = await measured(stack, () => deliveryRound(stack, opts, afapCount, true, () => postMany(state.url, afapCount, cfg.afap.inflight, null, publishBody)));
+    const paced = await deliveryRound(stack, opts, pacedCount, true, () =>
+      postMany(state.url, pacedCount, 16, cfg.paced.rate, publishBody),
+    );
+    const afap = await measured(stack, () =>
+      deliveryRound(stack, opts, afapCount, true, () =>
+        postMany(state.url, afapCount, cfg.afap.inflight, null, publishBody),
+      ),
+    );
     return { paced, afap };
   },
   summarize(state, rs) {
-    return { n: state.open.opened, open: strip(state.open), paced: summarizeDelivery(rs.map((r) => r.paced)), afap: summarizeDelivery(rs.map((r) => r.afap)) };
+    return {
+      n: state.open.opened,
+      open: strip(state.open),
+      paced: summarizeDelivery(rs.map((r) => r.paced)),
+      afap: summarizeDelivery(rs.map((r) => r.afap)),
+    };
   },
 };
 
@@ -252,17 +310,33 @@ const rpc = {
   },
   /** One closed-loop run of `durationMs` with `inflight` calls per connection (for "limit": the same total straight to the upstream). */
   async call(stack, cfg, state, inflight, durationMs) {
-    if (stack.target !== 'limit') return rpcFigures(await all(stack.workers, { cmd: 'rpc', inflight, sampleEvery: 4, durationMs }, durationMs + 30_000));
+    if (stack.target !== 'limit')
+      return rpcFigures(
+        await all(stack.workers, { cmd: 'rpc', inflight, sampleEvery: 4, durationMs }, durationMs + 30_000),
+      );
     const per = split(cfg.connections * inflight, stack.workers.length);
     // The same number of upstream sockets as the servers' pools, shared by the workers.
     const sockets = split(Math.min(cfg.connections * inflight, UPSTREAM_SOCKETS), stack.workers.length);
-    const msg = { cmd: 'direct', url: stack.upstream.url, durationMs, authorization: state.authorization, sampleEvery: 4 };
-    return rpcFigures(await Promise.all(stack.workers.map((w, i) => w.request({ ...msg, inflight: per[i], maxSockets: sockets[i] }, durationMs + 30_000))));
+    const msg = {
+      cmd: 'direct',
+      url: stack.upstream.url,
+      durationMs,
+      authorization: state.authorization,
+      sampleEvery: 4,
+    };
+    return rpcFigures(
+      await Promise.all(
+        stack.workers.map((w, i) =>
+          w.request({ ...msg, inflight: per[i], maxSockets: sockets[i] }, durationMs + 30_000),
+        ),
+      ),
+    );
   },
   rounds: (cfg) => cfg.rounds,
   async round(stack, cfg, opts, state) {
     const out = {};
-    for (const k of cfg.inflights) out[`x${k}`] = await measured(stack, () => rpc.call(stack, cfg, state, k, cfg.durationMs / cfg.rounds));
+    for (const k of cfg.inflights)
+      out[`x${k}`] = await measured(stack, () => rpc.call(stack, cfg, state, k, cfg.durationMs / cfg.rounds));
     return out;
   },
   summarize(state, rs) {
@@ -279,7 +353,9 @@ const rpc = {
         errors: parts.reduce((s, p) => s + p.errors, 0),
         lost: parts.reduce((s, p) => s + p.lost, 0),
         serverCpuPct: median(parts.map((p) => p.serverCpuPct ?? null)),
-        serverCpuUsPerCall: median(parts.map((p) => (p.serverCpuMs === undefined ? null : (1000 * p.serverCpuMs) / p.calls))),
+        serverCpuUsPerCall: median(
+          parts.map((p) => (p.serverCpuMs === undefined ? null : (1000 * p.serverCpuMs) / p.calls)),
+        ),
       };
     }
     return out;
@@ -301,7 +377,13 @@ const idle = {
     await sleep(1000);
     const after = await memoryOf(stack.server);
     const n = open.opened;
-    if (beforeFile !== null) opts.heapSnapshots.push({ label: `${cfg.label} ${stack.target}`, before: beforeFile, file: await snapshot('after'), connections: n });
+    if (beforeFile !== null)
+      opts.heapSnapshots.push({
+        label: `${cfg.label} ${stack.target}`,
+        before: beforeFile,
+        file: await snapshot('after'),
+        connections: n,
+      });
     return {
       n,
       open: strip(open),
@@ -350,15 +432,25 @@ const connect = {
 
 const lattice = {
   async setup(stack, cfg, opts) {
-    const spec = { namespace: 'bench/rooms', shared: { room: { msg_counter: 0 } }, private: { room: { seen_counter: 1 } } };
+    const spec = {
+      namespace: 'bench/rooms',
+      shared: { room: { msg_counter: 0 } },
+      private: { room: { seen_counter: 1 } },
+    };
     const open = await openAll(stack, cfg.n, { lattice: spec }, opts);
     // One counter per publishing lane: a lane's updates are sequential, so each one grows its
     // counter and reaches every subscriber (with one shared counter, concurrent updates could
     // arrive out of order, and a smaller value is rightly no change).
     const counters = new Array(cfg.inflight).fill(0);
-    const state = { open, url: `${stack.server.api}/v1/lattice/bench/rooms`, body: (_, lane) => `{"shared":{"room":{"lane${lane}_counter":${++counters[lane]}}}}` };
+    const state = {
+      open,
+      url: `${stack.server.api}/v1/lattice/bench/rooms`,
+      body: (_, lane) => `{"shared":{"room":{"lane${lane}_counter":${++counters[lane]}}}}`,
+    };
     await sleep(300);
-    await deliveryRound(stack, opts, cfg.warmup, false, () => postMany(state.url, cfg.warmup, cfg.inflight, null, state.body));
+    await deliveryRound(stack, opts, cfg.warmup, false, () =>
+      postMany(state.url, cfg.warmup, cfg.inflight, null, state.body),
+    );
     return state;
   },
   rounds: (cfg) => cfg.rounds,
@@ -402,7 +494,12 @@ function rows(name, label, res) {
       add('afap publishes', '/s', (r) => r.afap.sendsPerSec);
       add('afap p50', 'ms', (r) => r.afap.p50);
       add('afap p99', 'ms', (r) => r.afap.p99);
-      add('losses', 'msgs', (r) => r.paced.losses + r.afap.losses + r.paced.duplicates + r.afap.duplicates + r.open.failed, { op: '==0' });
+      add(
+        'losses',
+        'msgs',
+        (r) => r.paced.losses + r.afap.losses + r.paced.duplicates + r.afap.duplicates + r.open.failed,
+        { op: '==0' },
+      );
       add('server CPU afap', '%', (r) => r.afap.serverCpuPct);
       add('server CPU per msg afap', 'µs', (r) => r.afap.serverCpuUsPerFrame);
       break;
@@ -417,8 +514,16 @@ function rows(name, label, res) {
         if (res.limit) {
           // The upstream hit directly: one ceiling shared by both servers, shown in both columns.
           const l = res.limit[key];
-          for (const [metric, unit, v] of [['calls', '/s', l.callsPerSec], ['p50', 'ms', l.p50], ['p99', 'ms', l.p99]]) {
-            out.push({ ...row(label, `${key} limit (upstream direct) ${metric}`, unit, v, v), ratio: null, target: '(ceiling)' });
+          for (const [metric, unit, v] of [
+            ['calls', '/s', l.callsPerSec],
+            ['p50', 'ms', l.p50],
+            ['p99', 'ms', l.p99],
+          ]) {
+            out.push({
+              ...row(label, `${key} limit (upstream direct) ${metric}`, unit, v, v),
+              ratio: null,
+              target: '(ceiling)',
+            });
           }
         }
       }
@@ -430,7 +535,10 @@ function rows(name, label, res) {
       {
         // A diagnostic, no ratio: the baseline's figure is near 0, so a ratio would only be noise.
         const free = (r) => (r.oldFreePerConn === null ? null : r.oldFreePerConn / 1024);
-        out.push({ ...row(label, 'old space free after GC per conn', 'KiB', pick(g, free), pick(b, free)), ratio: null });
+        out.push({
+          ...row(label, 'old space free after GC per conn', 'KiB', pick(g, free), pick(b, free)),
+          ratio: null,
+        });
       }
       add('RSS total', 'MiB', (r) => r.rssAfter / 1048576);
       add('open + subscribe', 'conn/s', (r) => (1000 * r.n) / r.open.readyMs);

@@ -24,8 +24,14 @@ const SECONDS = Number(process.argv[2] || 3);
 const CONCURRENCY = [50, 400];
 const TIMEOUT_MS = 30_000;
 const now = () => performance.now();
-const HEADERS = { 'Content-Type': 'application/json', 'User-Agent': 'gateway/0.1.0', Authorization: 'Gateway+json ' + Buffer.from('{"user_id":"u12","cid":"n0000000AbCdEfGhIjKlMnOpQrStUv"}').toString('base64') };
-const bodyOf = (i) => `[{"request_id":${i},"connection_id":"n0000000AbCdEfGhIjKlMnOpQrStUv"},[{"t":${Date.now()},"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}],{}]`;
+const HEADERS = {
+  'Content-Type': 'application/json',
+  'User-Agent': 'gateway/0.1.0',
+  Authorization:
+    'Gateway+json ' + Buffer.from('{"user_id":"u12","cid":"n0000000AbCdEfGhIjKlMnOpQrStUv"}').toString('base64'),
+};
+const bodyOf = (i) =>
+  `[{"request_id":${i},"connection_id":"n0000000AbCdEfGhIjKlMnOpQrStUv"},[{"t":${Date.now()},"pad":"xxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxxx"}],{}]`;
 
 function axiosClient(base) {
   const agent = new http.Agent({ keepAlive: true, maxSockets: 100, maxFreeSockets: 100 });
@@ -45,7 +51,13 @@ function axiosClient(base) {
     const abort = new AbortController();
     const timer = setTimeout(() => abort.abort(), TIMEOUT_MS);
     try {
-      const res = await instance.request({ ...requestBase, url: base + '/echo', data: bodyOf(i), headers: { ...HEADERS }, signal: abort.signal });
+      const res = await instance.request({
+        ...requestBase,
+        url: base + '/echo',
+        data: bodyOf(i),
+        headers: { ...HEADERS },
+        signal: abort.signal,
+      });
       return res.status === 200 && JSON.parse(res.data.toString('utf8')) !== undefined;
     } finally {
       clearTimeout(timer);
@@ -59,11 +71,23 @@ function httpClient(base) {
   return (i) =>
     new Promise((resolve) => {
       const body = bodyOf(i);
-      const req = http.request({ host: url.hostname, port: url.port, path: '/echo', method: 'POST', agent, headers: { ...HEADERS, 'Content-Length': Buffer.byteLength(body) } }, (res) => {
-        const chunks = [];
-        res.on('data', (c) => chunks.push(c));
-        res.on('end', () => resolve(res.statusCode === 200 && JSON.parse(Buffer.concat(chunks).toString('utf8')) !== undefined));
-      });
+      const req = http.request(
+        {
+          host: url.hostname,
+          port: url.port,
+          path: '/echo',
+          method: 'POST',
+          agent,
+          headers: { ...HEADERS, 'Content-Length': Buffer.byteLength(body) },
+        },
+        (res) => {
+          const chunks = [];
+          res.on('data', (c) => chunks.push(c));
+          res.on('end', () =>
+            resolve(res.statusCode === 200 && JSON.parse(Buffer.concat(chunks).toString('utf8')) !== undefined),
+          );
+        },
+      );
       req.setTimeout(TIMEOUT_MS, () => req.destroy(new Error('timeout')));
       req.on('error', () => resolve(false));
       req.end(body);
@@ -72,7 +96,12 @@ function httpClient(base) {
 
 function fetchClient(base) {
   return async (i) => {
-    const res = await fetch(base + '/echo', { method: 'POST', headers: HEADERS, body: bodyOf(i), signal: AbortSignal.timeout(TIMEOUT_MS) });
+    const res = await fetch(base + '/echo', {
+      method: 'POST',
+      headers: HEADERS,
+      body: bodyOf(i),
+      signal: AbortSignal.timeout(TIMEOUT_MS),
+    });
     const text = await res.text();
     return res.status === 200 && JSON.parse(text) !== undefined;
   };
@@ -103,11 +132,20 @@ async function closedLoop(call, concurrency, seconds) {
   const cpu = process.cpuUsage(cpu0);
   await Promise.all(lanes);
   const lat = latency(samples);
-  return { callsPerSec: (1000 * done) / elapsed, cpuUsPerCall: (cpu.user + cpu.system) / done, p50: lat.p50, p99: lat.p99, errors };
+  return {
+    callsPerSec: (1000 * done) / elapsed,
+    cpuUsPerCall: (cpu.user + cpu.system) / done,
+    p50: lat.p50,
+    p99: lat.p99,
+    errors,
+  };
 }
 
 async function main() {
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'inherit', 'inherit', 'ipc'] });
+  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'inherit', 'inherit', 'ipc'],
+  });
   const port = await new Promise((resolve, reject) => {
     const timer = setTimeout(() => reject(new Error('upstream did not start')), 10_000);
     upstream.once('message', (m) => {
@@ -116,7 +154,11 @@ async function main() {
     });
   });
   const base = `http://127.0.0.1:${port}`;
-  const clients = { ...(axios ? { axios: axiosClient(base) } : {}), 'node:http': httpClient(base), fetch: fetchClient(base) };
+  const clients = {
+    ...(axios ? { axios: axiosClient(base) } : {}),
+    'node:http': httpClient(base),
+    fetch: fetchClient(base),
+  };
   process.stdout.write(`upstream clients, ${SECONDS} s per run (after a 1 s warm-up), Node ${process.version}\n`);
   process.stdout.write('client      in flight    calls/s   CPU µs/call   p50 ms   p99 ms  errors\n');
   try {

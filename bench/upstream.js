@@ -61,7 +61,9 @@ function createUpstream() {
   const server = http.createServer((req, res) => {
     const chunks = [];
     req.on('data', (c) => chunks.push(c));
-    req.on('end', () => handle(req, chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString(), res));
+    req.on('end', () =>
+      handle(req, chunks.length === 1 ? chunks[0].toString() : Buffer.concat(chunks).toString(), res),
+    );
   });
   server.keepAliveTimeout = 120_000;
   server.headersTimeout = 130_000;

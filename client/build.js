@@ -28,14 +28,23 @@ async function buildClient() {
   await esbuild.build({ ...common, format: 'cjs', outfile: path.join(DIST, 'index.cjs') });
   const tsc = require.resolve('typescript/bin/tsc', { paths: [ROOT] });
   execFileSync(process.execPath, [tsc, '-p', path.join(ROOT, 'tsconfig.json')], { cwd: ROOT, stdio: 'pipe' });
-  return { esm: path.join(DIST, 'index.mjs'), cjs: path.join(DIST, 'index.cjs'), types: path.join(DIST, 'types', 'client', 'src', 'index.d.ts') };
+  return {
+    esm: path.join(DIST, 'index.mjs'),
+    cjs: path.join(DIST, 'index.cjs'),
+    types: path.join(DIST, 'types', 'client', 'src', 'index.d.ts'),
+  };
 }
 
 module.exports = { buildClient };
 
 if (require.main === module) {
   buildClient().then(
-    (out) => console.log(`built ${Object.values(out).map((file) => path.relative(ROOT, file)).join(', ')}`),
+    (out) =>
+      console.log(
+        `built ${Object.values(out)
+          .map((file) => path.relative(ROOT, file))
+          .join(', ')}`,
+      ),
     (err) => {
       console.error(err.stdout ? String(err.stdout) : err.message);
       process.exit(1);

@@ -31,7 +31,15 @@ const HISTORY = 50;
  * function of the page request's query, e.g. `?node=2`, returning it) serve
  * the chat page.
  */
-function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, page, gatewayPort, log = () => undefined } = {}) {
+function startChatBackend({
+  port = 9000,
+  host = '127.0.0.1',
+  apiUrl,
+  apiToken,
+  page,
+  gatewayPort,
+  log = () => undefined,
+} = {}) {
   const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
   const portOfGateway = typeof gatewayPort === 'function' ? gatewayPort : () => gatewayPort;
   const rooms = new Map(); // room -> { counter, messages, members: Set<user> }
@@ -43,7 +51,10 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
   const api = (method, path, body) =>
     fetch(apiBase() + path, {
       method,
-      headers: { ...(body === undefined ? {} : { 'Content-Type': 'application/json' }), ...(apiToken ? { Authorization: `Bearer ${apiToken}` } : {}) },
+      headers: {
+        ...(body === undefined ? {} : { 'Content-Type': 'application/json' }),
+        ...(apiToken ? { Authorization: `Bearer ${apiToken}` } : {}),
+      },
       body: body === undefined ? undefined : JSON.stringify(body),
     }).then((res) => {
       if (res.status !== 204) throw new Error(`${method} ${path} answered ${res.status}`);
@@ -68,7 +79,10 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
       if (!seen.has(key)) seen.set(key, state.counter);
       const cid = meta.connection_id;
       await api('PUT', `/v1/connection/${cid}/subscriptions/rooms/${room}`);
-      const lattice = { shared: { [room]: { last_message_counter: state.counter } }, private: { [user]: { [room]: { last_seen_counter: seen.get(key) } } } };
+      const lattice = {
+        shared: { [room]: { last_message_counter: state.counter } },
+        private: { [user]: { [room]: { last_seen_counter: seen.get(key) } } },
+      };
       await api('PUT', `/v1/connection/${cid}/lattices/rooms`, lattice);
       const isNewMember = !state.members.has(user);
       state.members.add(user);
@@ -79,17 +93,22 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
       return [200, { joined: room, messages: state.messages }];
     },
     '/chat/send': async (meta, [room, text], kwargs, user) => {
-      if (!isRoom(room) || typeof text !== 'string' || text.length > 2000) return [400, { error: 'chat.send takes [room, text]' }];
+      if (!isRoom(room) || typeof text !== 'string' || text.length > 2000)
+        return [400, { error: 'chat.send takes [room, text]' }];
       const state = roomOf(room);
       const message = { id: ++state.counter, user, text, at: Date.now() };
       state.messages = [...state.messages, message].slice(-HISTORY);
       seen.set(`${user}/${room}`, message.id);
       await api('POST', `/v1/publish/rooms/${room}`, message);
-      await api('POST', '/v1/lattice/rooms', { shared: { [room]: { last_message_counter: message.id } }, private: { [user]: { [room]: { last_seen_counter: message.id } } } });
+      await api('POST', '/v1/lattice/rooms', {
+        shared: { [room]: { last_message_counter: message.id } },
+        private: { [user]: { [room]: { last_seen_counter: message.id } } },
+      });
       return [200, { sent: message.id }];
     },
     '/chat/read': async (meta, [room, counter], kwargs, user) => {
-      if (!isRoom(room) || !Number.isSafeInteger(counter) || counter < 0) return [400, { error: 'chat.read takes [room, counter]' }];
+      if (!isRoom(room) || !Number.isSafeInteger(counter) || counter < 0)
+        return [400, { error: 'chat.read takes [room, counter]' }];
       const key = `${user}/${room}`;
       const read = Math.max(seen.get(key) || 0, Math.min(counter, roomOf(room).counter));
       seen.set(key, read);
@@ -105,7 +124,8 @@ function startChatBackend({ port = 9000, host = '127.0.0.1', apiUrl, apiToken, p
       // No request may bring the backend down: whatever throws is a 500.
       try {
         const [path, query] = req.url.split('?');
-        if (req.method === 'GET' && page && page[path]) return servePage(res, page[path], () => portOfGateway(new URLSearchParams(query ?? '')));
+        if (req.method === 'GET' && page && page[path])
+          return servePage(res, page[path], () => portOfGateway(new URLSearchParams(query ?? '')));
         const route = routes[path];
         if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
         const [meta, args, kwargs] = JSON.parse(Buffer.concat(chunks).toString('utf8'));
@@ -139,13 +159,27 @@ function servePage(res, file, gatewayPort) {
     if (!Number.isInteger(port) || port <= 0) return serveStarting(res);
     body = body.replace('{{GATEWAY_PORT}}', String(port));
   }
-  res.writeHead(200, { 'Content-Type': file.type, 'Content-Length': Buffer.byteLength(body), 'Cache-Control': 'no-store' }).end(body);
+  res
+    .writeHead(200, {
+      'Content-Type': file.type,
+      'Content-Length': Buffer.byteLength(body),
+      'Cache-Control': 'no-store',
+    })
+    .end(body);
 }
 
 /** The gateway has not started yet (the demo starts it after this backend): a browser reloads in a second. */
 function serveStarting(res) {
-  const body = '<!doctype html><meta http-equiv="refresh" content="1"><title>Starting</title><p>The gateway is starting; this page reloads in a second.</p>\n';
-  res.writeHead(503, { 'Content-Type': 'text/html; charset=utf-8', 'Content-Length': Buffer.byteLength(body), 'Retry-After': '1', 'Cache-Control': 'no-store' }).end(body);
+  const body =
+    '<!doctype html><meta http-equiv="refresh" content="1"><title>Starting</title><p>The gateway is starting; this page reloads in a second.</p>\n';
+  res
+    .writeHead(503, {
+      'Content-Type': 'text/html; charset=utf-8',
+      'Content-Length': Buffer.byteLength(body),
+      'Retry-After': '1',
+      'Cache-Control': 'no-store',
+    })
+    .end(body);
 }
 
 module.exports = { startChatBackend };

@@ -25,9 +25,24 @@ const STARTED = /gateway started.*"public_port":(\d+),"internal_port":(\d+)/;
  * "gateway started", `{ child, publicPort, internalPort, exited, stop() }`;
  * `onLine` gets every line it prints (default: printed as is).
  */
-function startGatewayProcess({ upstreamUrl, host = '127.0.0.1', port, apiPort, env = {}, onLine = (line) => console.log(line) }) {
+function startGatewayProcess({
+  upstreamUrl,
+  host = '127.0.0.1',
+  port,
+  apiPort,
+  env = {},
+  onLine = (line) => console.log(line),
+}) {
   const child = spawn(process.execPath, [MAIN_JS], {
-    env: { LOG_FORMAT: 'pretty', HOST: host, ...process.env, ...env, UPSTREAM_URL: upstreamUrl, PORT: String(port), BACKEND_API_PORT: String(apiPort) },
+    env: {
+      LOG_FORMAT: 'pretty',
+      HOST: host,
+      ...process.env,
+      ...env,
+      UPSTREAM_URL: upstreamUrl,
+      PORT: String(port),
+      BACKEND_API_PORT: String(apiPort),
+    },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
   const exited = new Promise((resolve) => child.once('exit', (code, signal) => resolve({ code, signal })));
@@ -71,12 +86,33 @@ async function startRedisServer() {
       probe.close(() => resolve(free));
     });
   });
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
-  const failed = new Promise((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start (${err.message}): set REDIS_URL to a Redis 7`))));
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
+  const failed = new Promise((_, reject) =>
+    child.once('error', (err) =>
+      reject(new Error(`redis-server could not start (${err.message}): set REDIS_URL to a Redis 7`)),
+    ),
+  );
   const listening = (async () => {
     for (let attempt = 0; attempt < 200; attempt++) {
       const isUp = await new Promise((resolve) => {
-        const socket = net.connect(port, '127.0.0.1', () => socket.end(() => resolve(true))).once('error', () => resolve(false));
+        const socket = net
+          .connect(port, '127.0.0.1', () => socket.end(() => resolve(true)))
+          .once('error', () => resolve(false));
       });
       if (isUp) return;
       await new Promise((resolve) => setTimeout(resolve, 25));
@@ -95,7 +131,16 @@ async function startRedisServer() {
  * `{ pageUrl, wsUrl, apiUrl, gateway, gateways, backend, stop() }` (the single
  * URLs and `gateway` are node 1's).
  */
-async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, backendPort = 9000, apiToken, gatewayEnv = {}, onLine, nodes = 1 } = {}) {
+async function startDemo({
+  host = '127.0.0.1',
+  port = 8080,
+  apiPort = 8081,
+  backendPort = 9000,
+  apiToken,
+  gatewayEnv = {},
+  onLine,
+  nodes = 1,
+} = {}) {
   const page = await buildChatPage();
   const gateways = [];
   // `?node=N` on the page picks the node its WebSocket connects to. Until node N has
@@ -115,7 +160,10 @@ async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, back
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
   const redis = nodes > 1 && !gatewayEnv.REDIS_URL && !process.env.REDIS_URL ? await startRedisServer() : null;
-  const clusterEnv = nodes > 1 ? { REDIS_URL: redis?.url ?? process.env.REDIS_URL, REDIS_PREFIX: `demo${randomBytes(4).toString('hex')}:` } : {};
+  const clusterEnv =
+    nodes > 1
+      ? { REDIS_URL: redis?.url ?? process.env.REDIS_URL, REDIS_PREFIX: `demo${randomBytes(4).toString('hex')}:` }
+      : {};
   const stop = async () => {
     await Promise.all(gateways.map((gateway) => gateway.stop()));
     redis?.stop();
@@ -126,15 +174,38 @@ async function startDemo({ host = '127.0.0.1', port = 8080, apiPort = 8081, back
     for (let n = 1; n <= nodes; n++) {
       const offset = (n - 1) * 10;
       // A short activity window, so a closed tab shows offline soon (SPEC §8); env may say otherwise.
-      const env = { NEW_CONNECTION_IDLE_TIMEOUT: '20s', ALLOWED_ORIGINS: pageOrigins(backendUrl), ...clusterEnv, ...(nodes > 1 ? { NODE_ID: `demo${n}` } : {}), ...gatewayEnv };
-      gateways.push(await startGatewayProcess({ upstreamUrl: backendUrl, host, port: port && port + offset, apiPort: apiPort && apiPort + offset, env, onLine }));
+      const env = {
+        NEW_CONNECTION_IDLE_TIMEOUT: '20s',
+        ALLOWED_ORIGINS: pageOrigins(backendUrl),
+        ...clusterEnv,
+        ...(nodes > 1 ? { NODE_ID: `demo${n}` } : {}),
+        ...gatewayEnv,
+      };
+      gateways.push(
+        await startGatewayProcess({
+          upstreamUrl: backendUrl,
+          host,
+          port: port && port + offset,
+          apiPort: apiPort && apiPort + offset,
+          env,
+          onLine,
+        }),
+      );
     }
   } catch (err) {
     await stop();
     throw err;
   }
   const [first] = gateways;
-  return { pageUrl: `${backendUrl}/`, wsUrl: `ws://${host}:${first.publicPort}`, apiUrl: `http://${host}:${first.internalPort}`, gateway: first, gateways, backend, stop };
+  return {
+    pageUrl: `${backendUrl}/`,
+    wsUrl: `ws://${host}:${first.publicPort}`,
+    apiUrl: `http://${host}:${first.internalPort}`,
+    gateway: first,
+    gateways,
+    backend,
+    stop,
+  };
 }
 
 async function main() {
@@ -164,9 +235,15 @@ async function main() {
   }
   process.on('SIGINT', stop);
   process.on('SIGTERM', stop);
-  const perNode = demo.gateways.length === 1 ? '' : demo.gateways
-    .map((g, i) => `  Node ${i + 1}      page ${demo.pageUrl}?node=${i + 1}   WebSocket ws://127.0.0.1:${g.publicPort}   API http://127.0.0.1:${g.internalPort}/v1\n`)
-    .join('') + '  (one Redis; a tab on ?node=1 and one on ?node=2 chat across the nodes)\n';
+  const perNode =
+    demo.gateways.length === 1
+      ? ''
+      : demo.gateways
+          .map(
+            (g, i) =>
+              `  Node ${i + 1}      page ${demo.pageUrl}?node=${i + 1}   WebSocket ws://127.0.0.1:${g.publicPort}   API http://127.0.0.1:${g.internalPort}/v1\n`,
+          )
+          .join('') + '  (one Redis; a tab on ?node=1 and one on ?node=2 chat across the nodes)\n';
   console.log(`
 Gateway demo running${demo.gateways.length === 1 ? '' : ` on ${demo.gateways.length} nodes`}
 ${perNode}  Chat page   ${demo.pageUrl}     open it in two tabs, join with two names

@@ -14,7 +14,15 @@ export class AppModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: AppModule,
-      imports: [GatewayConfigModule.forRoot(config), MetricsModule, TracingModule, GatewayModule, BackendApiModule, LifecycleModule, HealthModule],
+      imports: [
+        GatewayConfigModule.forRoot(config),
+        MetricsModule,
+        TracingModule,
+        GatewayModule,
+        BackendApiModule,
+        LifecycleModule,
+        HealthModule,
+      ],
     };
   }
 }

@@ -27,7 +27,15 @@ async function main(): Promise<void> {
     process.stderr.write(`invalid configuration:\n${err.message}\n`);
     process.exit(1);
   }
-  logger.log({ msg: 'gateway started', node_id: config.nodeId, public_port: gateway.publicAddress.port, internal_port: gateway.internalAddress.port }, 'Main');
+  logger.log(
+    {
+      msg: 'gateway started',
+      node_id: config.nodeId,
+      public_port: gateway.publicAddress.port,
+      internal_port: gateway.internalAddress.port,
+    },
+    'Main',
+  );
   const startedAt = Date.now();
   const exit = (code: number): never => {
     // One line as the process ends (issue 20), so a log reader tells a drain that finished from a crash.

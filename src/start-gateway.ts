@@ -31,17 +31,23 @@ export interface RunningGateway {
  * by the e2e harness, so tests run exactly what production runs.
  */
 export async function startGateway(config: GatewayConfig, logger?: LoggerService): Promise<RunningGateway> {
-  const app = await NestFactory.create<NestExpressApplication>(AppModule.forRoot(config), new ExpressAdapter(exactRoutingExpress()), {
-    bodyParser: false, // /v1 bodies are parsed by our own pipe with SPEC limits and messages
-    logger: logger ?? new JsonLogger(config.log.level, config.log.format),
-    abortOnError: false,
-  });
+  const app = await NestFactory.create<NestExpressApplication>(
+    AppModule.forRoot(config),
+    new ExpressAdapter(exactRoutingExpress()),
+    {
+      bodyParser: false, // /v1 bodies are parsed by our own pipe with SPEC limits and messages
+      logger: logger ?? new JsonLogger(config.log.level, config.log.format),
+      abortOnError: false,
+    },
+  );
   Logger.overrideLogger(nestLevelsOf(config.log.level)); // makes Logger.isLevelEnabled answer
   app.disable('x-powered-by');
   // Ahead of Nest's router, which app.listen() adds: see BackendApiEntryMiddleware.
   const entry = app.get(BackendApiEntryMiddleware);
   // req.path: the request target's path (also of an absolute-form target), parsed once and cached for the router.
-  app.use((req: Request, res: Response, next: NextFunction) => (isBackendApiPath(req.path) ? entry.use(req, res, next) : next()));
+  app.use((req: Request, res: Response, next: NextFunction) =>
+    isBackendApiPath(req.path) ? entry.use(req, res, next) : next(),
+  );
   serveOpenApi(app, openApiDocument(app, config.version)); // SPEC §5: GET /openapi.json, internal listener
   const publicListener = app.get(PublicListener);
   app.useWebSocketAdapter(new GatewayWsAdapter(app, publicListener.wss));

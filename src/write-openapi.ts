@@ -10,7 +10,15 @@ import { startGateway } from './start-gateway';
  * the first argument (docs/openapi.json). The upstream is never contacted.
  */
 async function main(file: string): Promise<void> {
-  const config = loadConfig({ UPSTREAM_URL: 'http://127.0.0.1:9', HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', LOG_LEVEL: 'error', SHUTDOWN_GRACE: '0s' });
+  const config = loadConfig({
+    UPSTREAM_URL: 'http://127.0.0.1:9',
+    HOST: '127.0.0.1',
+    PORT: '0',
+    BACKEND_API_HOST: '127.0.0.1',
+    BACKEND_API_PORT: '0',
+    LOG_LEVEL: 'error',
+    SHUTDOWN_GRACE: '0s',
+  });
   const gateway = await startGateway(config, new JsonLogger('error', 'json'));
   try {
     const res = await fetch(`http://127.0.0.1:${gateway.internalAddress.port}/openapi.json`);

@@ -41,7 +41,9 @@ async function nodeHandler(req, res) {
       res.writeHead(204).end();
     } else if (req.method === 'POST' && url === '/v1/batch') {
       const answer = batchAnswer(text);
-      res.writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(answer) }).end(answer);
+      res
+        .writeHead(200, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(answer) })
+        .end(answer);
     } else if (req.method === 'GET' && url === '/health/ready') {
       res.writeHead(200, { 'Content-Length': '2' }).end('ok');
     } else {
@@ -63,10 +65,22 @@ function expressApp() {
       res.status(400).end();
     }
   };
-  app.post('/v1/publish/*topic', parsed((req, res, text) => (JSON.parse(text), res.status(204).end())));
-  app.post('/v1/lattice/*namespace', parsed((req, res, text) => (JSON.parse(text), res.status(204).end())));
-  app.put('/v1/connection/:cid/subscriptions/*topic', parsed((req, res) => res.status(204).end()));
-  app.post('/v1/batch', parsed((req, res, text) => res.type('application/json').send(batchAnswer(text))));
+  app.post(
+    '/v1/publish/*topic',
+    parsed((req, res, text) => (JSON.parse(text), res.status(204).end())),
+  );
+  app.post(
+    '/v1/lattice/*namespace',
+    parsed((req, res, text) => (JSON.parse(text), res.status(204).end())),
+  );
+  app.put(
+    '/v1/connection/:cid/subscriptions/*topic',
+    parsed((req, res) => res.status(204).end()),
+  );
+  app.post(
+    '/v1/batch',
+    parsed((req, res, text) => res.type('application/json').send(batchAnswer(text))),
+  );
   app.get('/health/ready', (req, res) => res.send('ok'));
   return app;
 }

@@ -56,7 +56,11 @@ class Conn {
 // ---- upstream ------------------------------------------------------------
 
 function post(path, body, authorization, done) {
-  const headers = { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body), 'User-Agent': 'baseline/1' };
+  const headers = {
+    'Content-Type': 'application/json',
+    'Content-Length': Buffer.byteLength(body),
+    'User-Agent': 'baseline/1',
+  };
   if (authorization !== null) headers.Authorization = authorization;
   const req = http.request(
     { host: upstream.hostname, port: upstream.port, path: upstreamPrefix + path, method: 'POST', agent, headers },
@@ -117,28 +121,40 @@ function onConnection(ws, req) {
     http_authorization: req.headers.authorization ?? null,
     url_querystring: at < 0 ? '' : req.url.slice(at + 1),
   };
-  post('/gateway/authorize_connection', JSON.stringify([{ connection_id: conn.cid }, [], kwargs]), null, (status, ct, text) => {
-    if (!connections.has(conn.cid)) return;
-    const answer = status === 200 && isJsonType(ct) ? parseOrNull(text) : undefined;
-    if (answer === null || typeof answer !== 'object' || typeof answer.user_id !== 'string') {
-      const s = status === 0 || status === 200 ? 500 : status;
-      ws.send(`["fatal_error",{"error_kind":"http_error","http_error":${s}},null]`);
-      return void ws.close(4000 + s, 'backend_error');
-    }
-    const json = JSON.stringify(answer);
-    conn.user = answer.user_id;
-    conn.identity = 'Gateway+json ' + Buffer.from(json).toString('base64');
-    conn.ready = true;
-    conn.send('["hello",{},' + json + ']');
-    const ns = conn.namespaces;
-    if (ns !== null) for (const name of ns) sendSnapshot(conn, name);
-  });
+  post(
+    '/gateway/authorize_connection',
+    JSON.stringify([{ connection_id: conn.cid }, [], kwargs]),
+    null,
+    (status, ct, text) => {
+      if (!connections.has(conn.cid)) return;
+      const answer = status === 200 && isJsonType(ct) ? parseOrNull(text) : undefined;
+      if (answer === null || typeof answer !== 'object' || typeof answer.user_id !== 'string') {
+        const s = status === 0 || status === 200 ? 500 : status;
+        ws.send(`["fatal_error",{"error_kind":"http_error","http_error":${s}},null]`);
+        return void ws.close(4000 + s, 'backend_error');
+      }
+      const json = JSON.stringify(answer);
+      conn.user = answer.user_id;
+      conn.identity = 'Gateway+json ' + Buffer.from(json).toString('base64');
+      conn.ready = true;
+      conn.send('["hello",{},' + json + ']');
+      const ns = conn.namespaces;
+      if (ns !== null) for (const name of ns) sendSnapshot(conn, name);
+    },
+  );
 }
 
 function onFrame(conn, data, isBinary) {
   if (!conn.ready) return;
   const call = isBinary ? undefined : parseOrNull(data.toString('utf8'));
-  if (!Array.isArray(call) || call.length !== 4 || typeof call[0] !== 'string' || !isObject(call[1]) || !Array.isArray(call[2]) || !isObject(call[3])) {
+  if (
+    !Array.isArray(call) ||
+    call.length !== 4 ||
+    typeof call[0] !== 'string' ||
+    !isObject(call[1]) ||
+    !Array.isArray(call[2]) ||
+    !isObject(call[3])
+  ) {
     conn.ws.send('["fatal_error",{"error_kind":"validation_error"},"bad frame"]');
     return void conn.ws.close(1007, 'validation_error');
   }
@@ -151,7 +167,15 @@ function onFrame(conn, data, isBinary) {
     if (status === 200 && isJsonType(ct) && parseOrNull(text) !== undefined) {
       return conn.send('["result",' + JSON.stringify(meta) + ',' + text + ']');
     }
-    conn.send('["error",' + JSON.stringify({ ...meta, error_kind: 'http_error', http_error: status === 0 || status === 200 ? 500 : status }) + ',null]');
+    conn.send(
+      '["error",' +
+        JSON.stringify({
+          ...meta,
+          error_kind: 'http_error',
+          http_error: status === 0 || status === 200 ? 500 : status,
+        }) +
+        ',null]',
+    );
   });
 }
 
@@ -197,8 +221,10 @@ function api(req, body) {
   if (req.method === 'GET' && (url === '/health/ready' || url === '/health/live')) return 200;
   if (req.method === 'PUT' && (m = SUBSCRIBE_RE.exec(url)) !== null) return subscribe(m[1], m[2].replace(/\//g, '.'));
   if (req.method === 'POST' && (m = PUBLISH_RE.exec(url)) !== null) return publish(m[1].replace(/\//g, '.'), req, body);
-  if (req.method === 'PUT' && (m = LATTICE_SUB_RE.exec(url)) !== null) return latticeSubscribe(m[1], m[2].replace(/\//g, '.'), req, body);
-  if (req.method === 'POST' && (m = LATTICE_UPD_RE.exec(url)) !== null) return latticeUpdate(m[1].replace(/\//g, '.'), req, body);
+  if (req.method === 'PUT' && (m = LATTICE_SUB_RE.exec(url)) !== null)
+    return latticeSubscribe(m[1], m[2].replace(/\//g, '.'), req, body);
+  if (req.method === 'POST' && (m = LATTICE_UPD_RE.exec(url)) !== null)
+    return latticeUpdate(m[1].replace(/\//g, '.'), req, body);
   return 404;
 }
 
@@ -222,7 +248,11 @@ function publish(topic, req, body) {
   const set = topics.get(topic);
   if (set === undefined) return 204;
   // Serialize once: one Buffer for every subscriber.
-  const frame = Buffer.concat([Buffer.from('["message",{"topic":' + JSON.stringify(topic) + '},'), body, Buffer.from(']')]);
+  const frame = Buffer.concat([
+    Buffer.from('["message",{"topic":' + JSON.stringify(topic) + '},'),
+    body,
+    Buffer.from(']'),
+  ]);
   for (const conn of set) conn.send(frame);
   return 204;
 }
@@ -234,10 +264,12 @@ function latticeSubscribe(cid, namespace, req, body) {
   const value = jsonBody(req, body);
   if (!isObject(value)) return 400;
   let lattice = lattices.get(namespace);
-  if (lattice === undefined) lattices.set(namespace, (lattice = { shared: new Map(), private: new Map(), subscribers: new Set() }));
+  if (lattice === undefined)
+    lattices.set(namespace, (lattice = { shared: new Map(), private: new Map(), subscribers: new Set() }));
   const changed = mergeShared(lattice, value.shared);
   if (isObject(value.private)) {
-    for (const [user, keys] of Object.entries(value.private)) lattice.private.set(user, { ...lattice.private.get(user), ...keys });
+    for (const [user, keys] of Object.entries(value.private))
+      lattice.private.set(user, { ...lattice.private.get(user), ...keys });
   }
   if (changed !== null) deliver(lattice, namespace, changed);
   const conn = connections.get(cid);

@@ -20,7 +20,12 @@ function processUsage(pid) {
   const io = fs.readFileSync(`/proc/${pid}/io`, 'utf8');
   const count = (name) => Number(new RegExp(`${name}: (\\d+)`).exec(io)[1]);
   const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
-  return { userUs: Number(stat[11]) * CLOCK_TICK_US, systemUs: Number(stat[12]) * CLOCK_TICK_US, reads: count('syscr'), writes: count('syscw') };
+  return {
+    userUs: Number(stat[11]) * CLOCK_TICK_US,
+    systemUs: Number(stat[12]) * CLOCK_TICK_US,
+    reads: count('syscr'),
+    writes: count('syscw'),
+  };
 }
 
 /** The median of numbers. */
@@ -39,18 +44,22 @@ function parseArgs(argv, defaults, usage) {
       process.exit(0);
     }
     if (!(key in o)) throw new Error(`unknown option ${argv[i]}`);
-    o[key] = key === 'against' ? path.resolve(argv[++i]) : typeof defaults[key] === 'number' ? Number(argv[++i]) : argv[++i];
+    o[key] =
+      key === 'against' ? path.resolve(argv[++i]) : typeof defaults[key] === 'number' ? Number(argv[++i]) : argv[++i];
   }
-  if (o.against === null && !('against' in defaults)) throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
+  if (o.against === null && !('against' in defaults))
+    throw new Error('--against <main.js> is required (the other build, e.g. /tmp/old/dist/main.js)');
   return o;
 }
 
 function isReady(url) {
   return new Promise((resolve) => {
-    http.get(url, (res) => {
-      res.resume();
-      resolve(res.statusCode === 200);
-    }).on('error', () => resolve(false));
+    http
+      .get(url, (res) => {
+        res.resume();
+        resolve(res.statusCode === 200);
+      })
+      .on('error', () => resolve(false));
   });
 }
 
@@ -80,21 +89,26 @@ async function openClients(port, count) {
 
 /** `perConnection` echo calls on every socket, `inflight` at a time on each. */
 function callAll(sockets, perConnection, inflight) {
-  return Promise.all(sockets.map((ws) => new Promise((resolve, reject) => {
-    let sent = 0;
-    let answered = 0;
-    const send = () => ws.send('["echo",{"request_id":' + ++sent + '},[{"t":1,"pad":"' + PAD + '"}],{}]');
-    const onMessage = (data) => {
-      if (data[2] !== 0x72) return reject(new Error('call failed: ' + String(data).slice(0, 120)));
-      if (++answered === perConnection) {
-        ws.off('message', onMessage);
-        return resolve();
-      }
-      if (sent < perConnection) send();
-    };
-    ws.on('message', onMessage);
-    for (let i = 0; i < Math.min(inflight, perConnection); i++) send();
-  })));
+  return Promise.all(
+    sockets.map(
+      (ws) =>
+        new Promise((resolve, reject) => {
+          let sent = 0;
+          let answered = 0;
+          const send = () => ws.send('["echo",{"request_id":' + ++sent + '},[{"t":1,"pad":"' + PAD + '"}],{}]');
+          const onMessage = (data) => {
+            if (data[2] !== 0x72) return reject(new Error('call failed: ' + String(data).slice(0, 120)));
+            if (++answered === perConnection) {
+              ws.off('message', onMessage);
+              return resolve();
+            }
+            if (sent < perConnection) send();
+          };
+          ws.on('message', onMessage);
+          for (let i = 0; i < Math.min(inflight, perConnection); i++) send();
+        }),
+    ),
+  );
 }
 
 module.exports = { parseArgs, untilReady, processUsage, median, openClients, callAll, sleep };

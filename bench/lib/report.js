@@ -26,7 +26,8 @@ function latency(samples) {
  * '==0' on both absolute values (losses), 'min' on the gateway's absolute value.
  */
 function row(scenario, metric, unit, gateway, baseline, target) {
-  const ratio = typeof gateway === 'number' && typeof baseline === 'number' && baseline !== 0 ? gateway / baseline : null;
+  const ratio =
+    typeof gateway === 'number' && typeof baseline === 'number' && baseline !== 0 ? gateway / baseline : null;
   let pass = null;
   if (target) {
     if (target.op === '==0') pass = gateway === 0 && (baseline === 0 || baseline === undefined);
@@ -55,7 +56,15 @@ function fmt(v) {
 const verdict = (r) => (r.pass === null ? '' : r.pass ? 'ok' : 'MISSED');
 
 function cells(r) {
-  return [r.scenario, `${r.metric}${r.unit ? ` (${r.unit})` : ''}`, fmt(r.gateway), fmt(r.baseline), r.ratio === null ? '–' : r.ratio.toFixed(2) + '×', r.target, verdict(r)];
+  return [
+    r.scenario,
+    `${r.metric}${r.unit ? ` (${r.unit})` : ''}`,
+    fmt(r.gateway),
+    fmt(r.baseline),
+    r.ratio === null ? '–' : r.ratio.toFixed(2) + '×',
+    r.target,
+    verdict(r),
+  ];
 }
 
 const HEAD = ['scenario', 'metric', 'gateway', 'baseline', 'ratio', 'target', 'check'];
@@ -64,7 +73,11 @@ const RIGHT = [false, false, true, true, true, false, false];
 function textTable(rows) {
   const lines = [HEAD, ...rows.map(cells)];
   const widths = HEAD.map((_, i) => Math.max(...lines.map((l) => String(l[i]).length)));
-  const pad = (l) => l.map((c, i) => (RIGHT[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i]))).join('  ').trimEnd();
+  const pad = (l) =>
+    l
+      .map((c, i) => (RIGHT[i] ? String(c).padStart(widths[i]) : String(c).padEnd(widths[i])))
+      .join('  ')
+      .trimEnd();
   return [pad(lines[0]), widths.map((w) => '-'.repeat(w)).join('  '), ...lines.slice(1).map(pad)].join('\n');
 }
 

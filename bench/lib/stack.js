@@ -23,7 +23,16 @@ const SERVERS = {
 /** Arguments of a target's process (the `api` scenario's bare servers share one file). */
 const SERVER_ARGS = { express: ['express'], node: ['node'] };
 /** Env of ours or the user's that would change what the gateway does; never passed on. */
-const DROPPED_ENV = ['GATEWAY_CONFIG', 'BACKEND_API_TOKEN', 'REDIS_URL', 'WS_PATH', 'ALLOWED_ORIGINS', 'REQUEST_ID_HEADER', 'OTEL_EXPORTER_OTLP_ENDPOINT', 'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT'];
+const DROPPED_ENV = [
+  'GATEWAY_CONFIG',
+  'BACKEND_API_TOKEN',
+  'REDIS_URL',
+  'WS_PATH',
+  'ALLOWED_ORIGINS',
+  'REQUEST_ID_HEADER',
+  'OTEL_EXPORTER_OTLP_ENDPOINT',
+  'OTEL_EXPORTER_OTLP_TRACES_ENDPOINT',
+];
 /** --tracing: every gateway started exports its spans (100% sampled) to its own bench/otlp-sink.js. */
 const tracing = { isOn: false };
 
@@ -89,7 +98,8 @@ class Child {
     proc.on('exit', (code, signal) => {
       this.exited = { code, signal };
       live.delete(this);
-      for (const waiter of this.pending.values()) waiter.fail(new Error(`${name} exited (${code ?? signal}) while answering; last output:\n${this.tail}`));
+      for (const waiter of this.pending.values())
+        waiter.fail(new Error(`${name} exited (${code ?? signal}) while answering; last output:\n${this.tail}`));
       this.pending.clear();
     });
   }
@@ -165,7 +175,10 @@ function getStatus(url) {
 
 /** The OTLP sink of a traced gateway; stopped with the scenario's other children. */
 async function startOtlpSink() {
-  const proc = fork(path.join(BENCH, 'otlp-sink.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const proc = fork(path.join(BENCH, 'otlp-sink.js'), [], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
   const child = new Child(proc, 'otlp-sink');
   pin(proc.pid, placement.load);
   const port = await new Promise((resolve, reject) => {
@@ -181,7 +194,10 @@ async function startOtlpSink() {
 }
 
 async function startUpstream() {
-  const proc = fork(path.join(BENCH, 'upstream.js'), [], { env: { ...process.env, PORT: '0' }, stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const proc = fork(path.join(BENCH, 'upstream.js'), [], {
+    env: { ...process.env, PORT: '0' },
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
   const child = new Child(proc, 'upstream');
   pin(proc.pid, placement.load);
   const port = await new Promise((resolve, reject) => {
@@ -215,7 +231,10 @@ async function startServer(target, upstreamUrl, extraEnv = {}, ports = null) {
 async function startServerOnce(target, upstreamUrl, extraEnv, ports) {
   // `ports` ({port, apiPort}): a node restarted where its clients and the API callers know it (deploy scenario).
   const [port, apiPort] = ports === null ? [await freePort(), await freePort()] : [ports.port, ports.apiPort];
-  const otlpEnv = tracing.isOn && target === 'gateway' ? { OTEL_EXPORTER_OTLP_ENDPOINT: (await startOtlpSink()).url, OTEL_TRACES_SAMPLER: 'always_on' } : {};
+  const otlpEnv =
+    tracing.isOn && target === 'gateway'
+      ? { OTEL_EXPORTER_OTLP_ENDPOINT: (await startOtlpSink()).url, OTEL_TRACES_SAMPLER: 'always_on' }
+      : {};
   const env = { ...process.env };
   for (const key of DROPPED_ENV) delete env[key];
   Object.assign(env, {
@@ -228,7 +247,11 @@ async function startServerOnce(target, upstreamUrl, extraEnv, ports) {
     ...otlpEnv,
     ...extraEnv,
   });
-  const proc = fork(SERVERS[target], SERVER_ARGS[target] || [], { env, execArgv: ['--expose-gc', '-r', PROBE], stdio: ['ignore', 'pipe', 'pipe', 'ipc'] });
+  const proc = fork(SERVERS[target], SERVER_ARGS[target] || [], {
+    env,
+    execArgv: ['--expose-gc', '-r', PROBE],
+    stdio: ['ignore', 'pipe', 'pipe', 'ipc'],
+  });
   const child = new Child(proc, target);
   pin(proc.pid, placement.server);
   child.port = port;
@@ -237,7 +260,8 @@ async function startServerOnce(target, upstreamUrl, extraEnv, ports) {
   child.api = `http://127.0.0.1:${apiPort}`;
   const deadline = Date.now() + 30_000;
   while ((await getStatus(child.api + '/health/ready')) !== 200) {
-    if (child.exited) throw new Error(`${target} exited at start (${child.exited.code ?? child.exited.signal}):\n${child.tail}`);
+    if (child.exited)
+      throw new Error(`${target} exited at start (${child.exited.code ?? child.exited.signal}):\n${child.tail}`);
     if (Date.now() > deadline) throw new Error(`${target} not ready within 30 s:\n${child.tail}`);
     await sleep(100);
   }
@@ -277,7 +301,16 @@ async function memoryOf(server) {
   const v8 = await server.request({ probe: 'mem', gc: true }, 30_000);
   await sleep(500);
   const rss = rssOf(server.pid);
-  return { rss, rssSettled: rss - v8.youngPhysical, youngPhysical: v8.youngPhysical, heapTotal: v8.heapTotal, heapUsed: v8.heapUsed, external: v8.external, arrayBuffers: v8.arrayBuffers, spaces: v8.spaces };
+  return {
+    rss,
+    rssSettled: rss - v8.youngPhysical,
+    youngPhysical: v8.youngPhysical,
+    heapTotal: v8.heapTotal,
+    heapUsed: v8.heapUsed,
+    external: v8.external,
+    arrayBuffers: v8.arrayBuffers,
+    spaces: v8.spaces,
+  };
 }
 
 /** CPU time (ms) the server spent between two calls: `const t = await cpuOf(s); ...; await t.since()`. */
@@ -307,4 +340,20 @@ function killAllNow() {
   }
 }
 
-module.exports = { ROOT, BENCH, Child, setPlacement, setTracing, setAgainst, startUpstream, startServer, startWorkers, memoryOf, rssOf, cpuOf, stopAll, killAllNow, sleep };
+module.exports = {
+  ROOT,
+  BENCH,
+  Child,
+  setPlacement,
+  setTracing,
+  setAgainst,
+  startUpstream,
+  startServer,
+  startWorkers,
+  memoryOf,
+  rssOf,
+  cpuOf,
+  stopAll,
+  killAllNow,
+  sleep,
+};

@@ -16,7 +16,8 @@ const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
 /** One HTTP request on `agent`; its status, 0 on a connection error or after `timeoutMs`. */
 function httpStatus(agent, method, url, body, timeoutMs = 30_000) {
   return new Promise((resolve) => {
-    const headers = body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
+    const headers =
+      body === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(body) };
     const req = http.request(url, { method, agent, headers }, (res) => {
       res.resume();
       res.on('end', () => resolve(res.statusCode));

@@ -17,7 +17,11 @@ export const DEFAULT_BACKOFF_CAP_MS = 30_000;
  * returns a number in [0, 1) like Math.random. A negative or fractional
  * attempt counts as the nearest lower non-negative integer.
  */
-export function backoffDelayMs(attempt: number, random: () => number = Math.random, options: BackoffOptions = {}): number {
+export function backoffDelayMs(
+  attempt: number,
+  random: () => number = Math.random,
+  options: BackoffOptions = {},
+): number {
   const baseMs = options.baseMs ?? DEFAULT_BACKOFF_BASE_MS;
   const capMs = options.capMs ?? DEFAULT_BACKOFF_CAP_MS;
   const step = Math.max(0, Math.floor(attempt));

@@ -1,7 +1,20 @@
 import { base64UrlLength, base64UrlOf, utf8Length } from './base64url';
 
 describe(base64UrlOf.name, () => {
-  const cases = ['', 'f', 'fo', 'foo', 'foob', 'fooba', 'foobar', '{"token":"abc","positions":{}}', 'ünïcødé ✓ 𝄞', '\u00ff\u00fe?>', '\ud800 lone', 'x'.repeat(1000)];
+  const cases = [
+    '',
+    'f',
+    'fo',
+    'foo',
+    'foob',
+    'fooba',
+    'foobar',
+    '{"token":"abc","positions":{}}',
+    'ünïcødé ✓ 𝄞',
+    '\u00ff\u00fe?>',
+    '\ud800 lone',
+    'x'.repeat(1000),
+  ];
 
   it.each(cases)('encodes %j as Buffer does (base64url, no padding)', (text) => {
     const expected = Buffer.from(text, 'utf8').toString('base64url');

@@ -77,7 +77,10 @@ export type Settings = Required<Omit<ClientOptions, 'backoff'>> & { backoff: Bac
 /** Fill in the defaults; throws a TypeError when no WebSocket implementation can be found. */
 export function settingsOf(options: ClientOptions): Settings {
   const WebSocket = options.WebSocket ?? (globalThis as { WebSocket?: WebSocketConstructor }).WebSocket;
-  if (WebSocket === undefined) throw new TypeError('no WebSocket implementation: pass options.WebSocket (in Node 20: the default export of the ws package)');
+  if (WebSocket === undefined)
+    throw new TypeError(
+      'no WebSocket implementation: pass options.WebSocket (in Node 20: the default export of the ws package)',
+    );
   return {
     WebSocket,
     protocols: options.protocols ?? PROTOCOLS,

@@ -42,7 +42,12 @@ export type ServerFrame =
   | { readonly type: 'hello'; readonly hello: Hello; readonly meta: HelloMeta }
   | { readonly type: 'result'; readonly requestId: RequestId; readonly data: unknown }
   | { readonly type: 'error'; readonly requestId: RequestId | null; readonly error: CallErrorInfo }
-  | { readonly type: 'message'; readonly topic: string; readonly data: unknown; readonly position: MessagePosition | null }
+  | {
+      readonly type: 'message';
+      readonly topic: string;
+      readonly data: unknown;
+      readonly position: MessagePosition | null;
+    }
   | { readonly type: 'lattice'; readonly namespace: string; readonly data: LatticeData }
   | { readonly type: 'fatal_error'; readonly errorKind: string; readonly status: number | null; readonly data: unknown }
   | { readonly type: 'unknown' };
@@ -60,21 +65,35 @@ export function parseServerFrame(text: string): ServerFrame {
   } catch {
     return UNKNOWN;
   }
-  if (!Array.isArray(value) || value.length !== 3 || typeof value[0] !== 'string' || !isObject(value[1])) return UNKNOWN;
+  if (!Array.isArray(value) || value.length !== 3 || typeof value[0] !== 'string' || !isObject(value[1]))
+    return UNKNOWN;
   const [type, meta, data] = value as [string, Record<string, unknown>, unknown];
   switch (type) {
     case 'hello':
-      return isObject(data) && typeof data.user_id === 'string' ? { type, hello: data as unknown as Hello, meta: helloMetaOf(meta) } : UNKNOWN;
+      return isObject(data) && typeof data.user_id === 'string'
+        ? { type, hello: data as unknown as Hello, meta: helloMetaOf(meta) }
+        : UNKNOWN;
     case 'result':
       return isRequestId(meta.request_id) ? { type, requestId: meta.request_id, data } : UNKNOWN;
     case 'error':
-      return { type, requestId: isRequestId(meta.request_id) ? meta.request_id : null, error: callErrorInfoOf(meta, data) };
+      return {
+        type,
+        requestId: isRequestId(meta.request_id) ? meta.request_id : null,
+        error: callErrorInfoOf(meta, data),
+      };
     case 'message':
       return typeof meta.topic === 'string' ? { type, topic: meta.topic, data, position: positionOf(meta) } : UNKNOWN;
     case 'lattice':
-      return typeof meta.namespace === 'string' && isLatticeData(data) ? { type, namespace: meta.namespace, data } : UNKNOWN;
+      return typeof meta.namespace === 'string' && isLatticeData(data)
+        ? { type, namespace: meta.namespace, data }
+        : UNKNOWN;
     case 'fatal_error':
-      return { type, errorKind: String(meta.error_kind), status: typeof meta.http_error === 'number' ? meta.http_error : null, data };
+      return {
+        type,
+        errorKind: String(meta.error_kind),
+        status: typeof meta.http_error === 'number' ? meta.http_error : null,
+        data,
+      };
     default:
       return UNKNOWN;
   }
@@ -87,17 +106,30 @@ const LEGACY_META: HelloMeta = { resume: null, resumed: false, lost: [], replaye
 /** SPEC §12.1, §12.3: the hello meta; anything malformed reads as no session. */
 function helloMetaOf(meta: Record<string, unknown>): HelloMeta {
   const { resume, resumed, lost, replayed } = meta;
-  if (!isObject(resume) || typeof resume.token !== 'string' || resume.token === '' || resume.token.length > MAX_TOKEN_LENGTH) return LEGACY_META;
+  if (
+    !isObject(resume) ||
+    typeof resume.token !== 'string' ||
+    resume.token === '' ||
+    resume.token.length > MAX_TOKEN_LENGTH
+  )
+    return LEGACY_META;
   const windowSeconds = typeof resume.window === 'number' && resume.window > 0 ? resume.window : 0;
   const lostTopics = Array.isArray(lost) ? lost.filter((topic): topic is string => typeof topic === 'string') : [];
   const replayedCount = Number.isSafeInteger(replayed) && (replayed as number) >= 0 ? (replayed as number) : null;
-  return { resume: { token: resume.token, windowSeconds }, resumed: resumed === true, lost: lostTopics, replayed: replayedCount };
+  return {
+    resume: { token: resume.token, windowSeconds },
+    resumed: resumed === true,
+    lost: lostTopics,
+    replayed: replayedCount,
+  };
 }
 
 /** SPEC §12.4: `offset` (a positive integer) and `epoch` (a non-empty string), or null. */
 function positionOf(meta: Record<string, unknown>): MessagePosition | null {
   const { offset, epoch } = meta;
-  return Number.isSafeInteger(offset) && (offset as number) >= 0 && typeof epoch === 'string' && epoch !== '' ? { offset: offset as number, epoch } : null;
+  return Number.isSafeInteger(offset) && (offset as number) >= 0 && typeof epoch === 'string' && epoch !== ''
+    ? { offset: offset as number, epoch }
+    : null;
 }
 
 /** SPEC §4.3: an `error` frame's meta and data as a call error. */
@@ -111,12 +143,21 @@ export function callErrorInfoOf(meta: Record<string, unknown>, data: unknown): C
       return { kind: 'data_error', text: String(data) };
     default:
       // internal_error, and any kind a newer gateway might add.
-      return { kind: 'internal_error', text: typeof data === 'string' ? data : data === null ? null : JSON.stringify(data) };
+      return {
+        kind: 'internal_error',
+        text: typeof data === 'string' ? data : data === null ? null : JSON.stringify(data),
+      };
   }
 }
 
 /** Encode a call `[method, meta, args, kwargs]` (SPEC §2.4); `active` is in seconds (SPEC §8). */
-export function encodeCall(method: string, requestId: RequestId, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, active?: number): string {
+export function encodeCall(
+  method: string,
+  requestId: RequestId,
+  args: readonly unknown[],
+  kwargs: Readonly<Record<string, unknown>>,
+  active?: number,
+): string {
   const meta = active === undefined ? { request_id: requestId } : { request_id: requestId, active };
   return JSON.stringify([method, meta, args, kwargs]);
 }

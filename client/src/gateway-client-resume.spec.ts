@@ -9,7 +9,10 @@ import { rejection, ScriptedSocket } from './testing/scripted-socket';
  * (Against the real gateway: test/e2e/client-sdk-resume.e2e-spec.ts.)
  */
 const LATTICE = ['v1.gateway-lattice+json', 'v1.swindon-lattice+json'];
-const session = (token: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({ resume: { token, window: 30 }, ...extra });
+const session = (token: string, extra: Record<string, unknown> = {}): Record<string, unknown> => ({
+  resume: { token, window: 30 },
+  ...extra,
+});
 
 describe(`${GatewayClient.name}: resumable sessions`, () => {
   let sut: GatewayClient;
@@ -62,7 +65,11 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
     expect(events).toEqual([['resumed', { lost: [], replayed: 1 }]]);
     expect(got).toEqual(['one', 'two']);
     expect(sut.lattice('rooms').counter('lobby', 'last_message_counter')).toBe(2); // mirrors kept
-    expect(drop(second).offer()).toEqual({ token: 'T2', count_replayed: true, positions: { a: [2, 'E1'], b: [7, 'E2'] } });
+    expect(drop(second).offer()).toEqual({
+      token: 'T2',
+      count_replayed: true,
+      positions: { a: [2, 'E1'], b: [7, 'E2'] },
+    });
   });
 
   it('says which topics were lost and how many messages are replayed, before any replayed message', () => {
@@ -193,19 +200,22 @@ describe(`${GatewayClient.name}: resumable sessions`, () => {
   it.each([
     [4409, 'session_resumed'],
     [4403, 'disconnected'],
-  ])('stops on %i %s (no fatal_error): closed, no retry; connect() again starts a new session', async (code, reason) => {
-    const socket = start();
-    socket.hello('alice', session('T1'));
-    const inFlight = sut.call('slow');
-    socket.serverClose(code, reason);
-    expect(disconnects).toEqual([{ code, reason, fatal: null, retryInMs: null }]);
-    expect(sut.status).toBe('closed');
-    expect(await rejection(inFlight)).toMatchObject({ kind: 'connection_lost', sent: true });
-    jest.advanceTimersByTime(60_000);
-    expect(ScriptedSocket.all).toHaveLength(1);
-    void sut.connect().catch(() => undefined);
-    expect(ScriptedSocket.latest().protocols).toEqual([...LATTICE, 'gateway-resume']);
-  });
+  ])(
+    'stops on %i %s (no fatal_error): closed, no retry; connect() again starts a new session',
+    async (code, reason) => {
+      const socket = start();
+      socket.hello('alice', session('T1'));
+      const inFlight = sut.call('slow');
+      socket.serverClose(code, reason);
+      expect(disconnects).toEqual([{ code, reason, fatal: null, retryInMs: null }]);
+      expect(sut.status).toBe('closed');
+      expect(await rejection(inFlight)).toMatchObject({ kind: 'connection_lost', sent: true });
+      jest.advanceTimersByTime(60_000);
+      expect(ScriptedSocket.all).toHaveLength(1);
+      void sut.connect().catch(() => undefined);
+      expect(ScriptedSocket.latest().protocols).toEqual([...LATTICE, 'gateway-resume']);
+    },
+  );
 
   it('settles calls in flight on a drop and does not send them again on the resumed connection', async () => {
     const first = start();

@@ -37,7 +37,11 @@ describe(GatewayClient.name, () => {
   it('offers the gateway subprotocol first, the swindon one as fallback, then gateway-resume, and resolves connect() with hello', async () => {
     start();
     const connected = sut.connect();
-    expect(ScriptedSocket.latest().protocols).toEqual(['v1.gateway-lattice+json', 'v1.swindon-lattice+json', 'gateway-resume']);
+    expect(ScriptedSocket.latest().protocols).toEqual([
+      'v1.gateway-lattice+json',
+      'v1.swindon-lattice+json',
+      'gateway-resume',
+    ]);
     ScriptedSocket.latest().hello();
     await expect(connected).resolves.toEqual({ user_id: 'alice' });
     expect(statuses).toEqual(['connecting', 'connected']);
@@ -47,7 +51,11 @@ describe(GatewayClient.name, () => {
   it.each([4401, 4403])('rejects connect() with a FatalError on %i and does not retry', async (code) => {
     start();
     const connected = sut.connect();
-    ScriptedSocket.latest().receive(['fatal_error', { error_kind: 'http_error', http_error: code - 4000 }, { error: 'no' }]);
+    ScriptedSocket.latest().receive([
+      'fatal_error',
+      { error_kind: 'http_error', http_error: code - 4000 },
+      { error: 'no' },
+    ]);
     ScriptedSocket.latest().serverClose(code, 'backend_error');
     const error = await rejection(connected);
     expect(error).toBeInstanceOf(FatalError);
@@ -107,12 +115,21 @@ describe(GatewayClient.name, () => {
       ['chat.send', { request_id: 1, active: 30 }, ['lobby', 'hi'], { x: 1 }],
       ['chat.nope', { request_id: 2 }, [], {}],
     ]);
-    socket.receive(['error', { request_id: 2, error_kind: 'http_error', http_error: 404 }, { error: 'no such method' }]);
+    socket.receive([
+      'error',
+      { request_id: 2, error_kind: 'http_error', http_error: 404 },
+      { error: 'no such method' },
+    ]);
     socket.receive(['result', { request_id: 1 }, { sent: 1 }]);
     await expect(ok).resolves.toEqual({ sent: 1 });
     const error = (await rejection(failed)) as CallError;
     expect(isCallError(error)).toBe(true);
-    expect(error).toMatchObject({ kind: 'http_error', status: 404, body: { error: 'no such method' }, method: 'chat.nope' });
+    expect(error).toMatchObject({
+      kind: 'http_error',
+      status: 404,
+      body: { error: 'no such method' },
+      method: 'chat.nope',
+    });
   });
 
   it('queues calls made before hello, sends them in order after it, and times out one that waits too long', async () => {
@@ -171,7 +188,11 @@ describe(GatewayClient.name, () => {
     ScriptedSocket.latest().receive(['fatal_error', { error_kind: 'http_error', http_error: 403 }, null]);
     ScriptedSocket.latest().serverClose(4403);
     expect(await rejection(sent)).toMatchObject({ kind: 'connection_lost', sent: true, fatal: { code: 4403 } });
-    expect(await rejection(sut.call('later'))).toMatchObject({ kind: 'connection_lost', sent: false, fatal: { code: 4403 } });
+    expect(await rejection(sut.call('later'))).toMatchObject({
+      kind: 'connection_lost',
+      sent: false,
+      fatal: { code: 4403 },
+    });
 
     start();
     const connecting = sut.connect();
@@ -205,7 +226,9 @@ describe(GatewayClient.name, () => {
     jest.advanceTimersByTime(2500);
     expect(disconnects).toEqual([]);
     jest.advanceTimersByTime(1000);
-    expect(disconnects).toEqual([{ code: 1006, reason: 'no traffic for 3 ping intervals', fatal: null, retryInMs: 500 }]);
+    expect(disconnects).toEqual([
+      { code: 1006, reason: 'no traffic for 3 ping intervals', fatal: null, retryInMs: 500 },
+    ]);
     expect(socket.endedBy).toBe('terminate');
   });
 

@@ -4,7 +4,13 @@
  */
 import { backoffDelayMs } from './backoff';
 import { callError } from './call-error';
-import { settingsOf, type ClientEvents, type ClientOptions, type ConnectionStatus, type Settings } from './client-options';
+import {
+  settingsOf,
+  type ClientEvents,
+  type ClientOptions,
+  type ConnectionStatus,
+  type Settings,
+} from './client-options';
 import { ConnectionClosedError } from './closed-error';
 import { CLOSE_SERVICE_RESTART, FatalError, RESTART_JITTER_MS, STOP_CLOSE_CODES } from './fatal-error';
 import { encodeCall, parseServerFrame, PROBE_METHOD, type Hello, type HelloMeta, type MessagePosition } from './frames';
@@ -59,7 +65,12 @@ export class GatewayClient {
     this.settings = settingsOf(options);
     this.session = new ResumeSession(this.settings.resume);
     const { pingIntervalMs, probe } = this.settings;
-    this.watchdog = new Watchdog(pingIntervalMs, probe, () => this.sendProbe(), () => this.abandon('no traffic for 3 ping intervals'));
+    this.watchdog = new Watchdog(
+      pingIntervalMs,
+      probe,
+      () => this.sendProbe(),
+      () => this.abandon('no traffic for 3 ping intervals'),
+    );
     this.mirrors.set(USERS_NAMESPACE, this.usersMirror.lattice);
   }
 
@@ -110,8 +121,14 @@ export class GatewayClient {
    * Made while not connected, it waits for the next hello, bounded by its
    * timeout. Rejects with a {@link CallError}.
    */
-  call<R = unknown>(method: string, args: readonly unknown[] = [], kwargs: Readonly<Record<string, unknown>> = {}, options: CallOptions = {}): Promise<R> {
-    if (this.isStopped) return Promise.reject(callError(method, { kind: 'connection_lost', sent: false, fatal: this.lastFatal }));
+  call<R = unknown>(
+    method: string,
+    args: readonly unknown[] = [],
+    kwargs: Readonly<Record<string, unknown>> = {},
+    options: CallOptions = {},
+  ): Promise<R> {
+    if (this.isStopped)
+      return Promise.reject(callError(method, { kind: 'connection_lost', sent: false, fatal: this.lastFatal }));
     const { call, promise } = this.calls.add<R>(method, args, kwargs, options, this.settings.callTimeoutMs);
     if (call !== null && this.currentStatus === 'connected') {
       call.isSent = true;
@@ -154,7 +171,10 @@ export class GatewayClient {
     let socket: WebSocketLike;
     try {
       const url = typeof this.url === 'function' ? this.url() : this.url;
-      socket = new this.settings.WebSocket(url, this.session.protocolsAt(Date.now(), this.settings.protocols)) as WebSocketLike;
+      socket = new this.settings.WebSocket(
+        url,
+        this.session.protocolsAt(Date.now(), this.settings.protocols),
+      ) as WebSocketLike;
     } catch (err) {
       return this.lost(1006, err instanceof Error ? err.message : String(err));
     }
@@ -242,7 +262,8 @@ export class GatewayClient {
     // 4403 disconnected, 4409 session_resumed: the session is over or elsewhere, so is this client.
     const isSessionOver = fatal === null && STOP_CLOSE_CODES.includes(code);
     if (isSessionOver) this.session.end();
-    const shouldRetry = this.settings.reconnect && !isSessionOver && (fatal === null || this.settings.retryFatal(fatal));
+    const shouldRetry =
+      this.settings.reconnect && !isSessionOver && (fatal === null || this.settings.retryFatal(fatal));
     if (!shouldRetry) {
       this.stop(fatal, fatal ?? new ConnectionClosedError(code, reason));
       return this.events.disconnect.emit({ code, reason, fatal, retryInMs: null });

@@ -17,7 +17,12 @@ describe(LatticeMirror.name, () => {
     expect(sut.get('lobby')).toEqual({ last_message_counter: 3, last_seen_counter: 1 });
     expect(sut.get('empty')).toEqual({});
     expect(sut.get('nope')).toBeUndefined();
-    expect(seen).toEqual([[{ key: 'lobby', variables: ['last_message_counter', 'last_seen_counter'] }, { key: 'empty', variables: [] }]]);
+    expect(seen).toEqual([
+      [
+        { key: 'lobby', variables: ['last_message_counter', 'last_seen_counter'] },
+        { key: 'empty', variables: [] },
+      ],
+    ]);
   });
 
   it.each([
@@ -27,7 +32,13 @@ describe(LatticeMirror.name, () => {
     ['a set never shrinks', { s_set: ['a', 'b'] }, { s_set: ['a'] }, { s_set: ['a', 'b'] }, false],
     ['a newer register wins', { r_register: [1, 'x'] }, { r_register: [2, 'y'] }, { r_register: [2, 'y'] }, true],
     ['an older register loses', { r_register: [2, 'y'] }, { r_register: [1, 'x'] }, { r_register: [2, 'y'] }, false],
-    ['equal versions: the greater canonical JSON wins', { r_register: [1, 'a'] }, { r_register: [1, 'b'] }, { r_register: [1, 'b'] }, true],
+    [
+      'equal versions: the greater canonical JSON wins',
+      { r_register: [1, 'a'] },
+      { r_register: [1, 'b'] },
+      { r_register: [1, 'b'] },
+      true,
+    ],
   ])('merges like the gateway: %s', (_name, first, second, expected, isChange) => {
     sut.merge({ k: first });
     seen = [];
@@ -58,7 +69,9 @@ describe(LatticeMirror.name, () => {
 
   it('reads counters with 0 for what is missing', () => {
     sut.merge({ k: { n_counter: 4 } });
-    expect([sut.counter('k', 'n_counter'), sut.counter('k', 'm_counter'), sut.counter('x', 'n_counter')]).toEqual([4, 0, 0]);
+    expect([sut.counter('k', 'n_counter'), sut.counter('k', 'm_counter'), sut.counter('x', 'n_counter')]).toEqual([
+      4, 0, 0,
+    ]);
   });
 
   it('stops calling a listener once removed', () => {
@@ -85,7 +98,12 @@ describe(`${LatticeMirror.name} convergence`, () => {
   );
 
   function stateOf(mirror: LatticeMirror): unknown {
-    return Object.fromEntries(mirror.keys().sort().map((key) => [key, mirror.get(key)]));
+    return Object.fromEntries(
+      mirror
+        .keys()
+        .sort()
+        .map((key) => [key, mirror.get(key)]),
+    );
   }
 
   it('ends in one state whatever the order and repetition of the frames (snapshots after a reconnect included)', () => {

@@ -44,9 +44,16 @@ export class PendingCalls {
   }
 
   /** Register a call; it stays queued until {@link takeQueued}. */
-  add<R>(method: string, args: readonly unknown[], kwargs: Readonly<Record<string, unknown>>, options: CallOptions, defaultTimeoutMs: number): { call: PendingCall | null; promise: Promise<R> } {
+  add<R>(
+    method: string,
+    args: readonly unknown[],
+    kwargs: Readonly<Record<string, unknown>>,
+    options: CallOptions,
+    defaultTimeoutMs: number,
+  ): { call: PendingCall | null; promise: Promise<R> } {
     const { signal } = options;
-    if (signal?.aborted === true) return { call: null, promise: Promise.reject(callError(method, { kind: 'aborted', reason: signal.reason })) };
+    if (signal?.aborted === true)
+      return { call: null, promise: Promise.reject(callError(method, { kind: 'aborted', reason: signal.reason })) };
     const requestId = this.nextRequestId++;
     const timeoutMs = options.timeoutMs ?? defaultTimeoutMs;
     let entry!: Entry;
@@ -68,7 +75,11 @@ export class PendingCalls {
         fail: (info) => done() && reject(callError(method, info)),
       };
       this.entries.set(requestId, entry);
-      if (Number.isFinite(timeoutMs)) timer = setTimeout(() => entry.fail({ kind: 'timeout', timeoutMs }), Math.min(Math.max(0, timeoutMs), MAX_TIMER_MS));
+      if (Number.isFinite(timeoutMs))
+        timer = setTimeout(
+          () => entry.fail({ kind: 'timeout', timeoutMs }),
+          Math.min(Math.max(0, timeoutMs), MAX_TIMER_MS),
+        );
       signal?.addEventListener('abort', onAbort, { once: true });
     });
     return { call: entry, promise };
@@ -93,7 +104,8 @@ export class PendingCalls {
 
   /** The connection closed: every sent call fails with `connection_lost`; queued ones keep waiting. */
   loseSent(fatal: FatalError | null): void {
-    for (const entry of [...this.entries.values()]) if (entry.isSent) entry.fail({ kind: 'connection_lost', sent: true, fatal });
+    for (const entry of [...this.entries.values()])
+      if (entry.isSent) entry.fail({ kind: 'connection_lost', sent: true, fatal });
   }
 
   /** The client stopped: every call fails with `connection_lost`. */

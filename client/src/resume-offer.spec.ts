@@ -13,9 +13,15 @@ describe(encodeResumeOffer.name, () => {
       ['a.b', 3, 'E1'],
       ['c', 1, 'E2'],
     ]);
-    expect(decode(offer.protocol)).toEqual({ token: 'tok_-1', count_replayed: true, positions: { 'a.b': [3, 'E1'], c: [1, 'E2'] } });
+    expect(decode(offer.protocol)).toEqual({
+      token: 'tok_-1',
+      count_replayed: true,
+      positions: { 'a.b': [3, 'E1'], c: [1, 'E2'] },
+    });
     expect(offer.protocol.slice('gateway-resume.'.length)).toBe(
-      Buffer.from('{"token":"tok_-1","count_replayed":true,"positions":{"a.b":[3,"E1"],"c":[1,"E2"]}}').toString('base64url'),
+      Buffer.from('{"token":"tok_-1","count_replayed":true,"positions":{"a.b":[3,"E1"],"c":[1,"E2"]}}').toString(
+        'base64url',
+      ),
     );
     expect(offer.omitted).toEqual([]);
   });
@@ -25,7 +31,10 @@ describe(encodeResumeOffer.name, () => {
   });
 
   it('keeps P within 8 KiB: the most recent topics keep their positions, the rest are left out and named', () => {
-    const positions: TopicPosition[] = Array.from({ length: 400 }, (_, i) => [`room.number-${i}`, 100_000 + i, 'epoch-AbCdEfGh'] as const);
+    const positions: TopicPosition[] = Array.from(
+      { length: 400 },
+      (_, i) => [`room.number-${i}`, 100_000 + i, 'epoch-AbCdEfGh'] as const,
+    );
     const offer = encodeResumeOffer('T'.repeat(32), positions);
     const p = offer.protocol.slice('gateway-resume.'.length);
     expect(p.length).toBeLessThanOrEqual(MAX_RESUME_OFFER_LENGTH);

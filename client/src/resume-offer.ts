@@ -24,7 +24,11 @@ export interface ResumeOffer {
  * first). P stays within `maxLength`: once a position does not fit, it and
  * every less recent one are left out, so the most recently active topics keep theirs.
  */
-export function encodeResumeOffer(token: string, positions: readonly TopicPosition[], maxLength = MAX_RESUME_OFFER_LENGTH): ResumeOffer {
+export function encodeResumeOffer(
+  token: string,
+  positions: readonly TopicPosition[],
+  maxLength = MAX_RESUME_OFFER_LENGTH,
+): ResumeOffer {
   const head = `{"token":${JSON.stringify(token)},"count_replayed":true,"positions":{`;
   const tail = '}}';
   let bytes = utf8Length(head) + tail.length;

@@ -2,11 +2,18 @@ import type { HelloMeta } from './frames';
 import { ResumeSession } from './resume-session';
 
 const LATTICE = ['v1.gateway-lattice+json'];
-const hello = (token: string, windowSeconds = 30, resumed = false): HelloMeta => ({ resume: { token, windowSeconds }, resumed, lost: [], replayed: null });
+const hello = (token: string, windowSeconds = 30, resumed = false): HelloMeta => ({
+  resume: { token, windowSeconds },
+  resumed,
+  lost: [],
+  replayed: null,
+});
 
 function offerOf(protocols: string[]): unknown {
   const last = protocols[protocols.length - 1];
-  return last.startsWith('gateway-resume.') ? JSON.parse(Buffer.from(last.slice('gateway-resume.'.length), 'base64url').toString('utf8')) : last;
+  return last.startsWith('gateway-resume.')
+    ? JSON.parse(Buffer.from(last.slice('gateway-resume.'.length), 'base64url').toString('utf8'))
+    : last;
 }
 
 describe(ResumeSession.name, () => {
@@ -25,7 +32,11 @@ describe(ResumeSession.name, () => {
     expect(session.received('legacy', null)).toBe(true);
     session.lost(1000);
     session.lost(20_000); // a failed attempt: the window still runs from the first loss
-    expect(offerOf(session.protocolsAt(30_999, LATTICE))).toEqual({ token: 'T1', count_replayed: true, positions: { a: [1, 'E'] } });
+    expect(offerOf(session.protocolsAt(30_999, LATTICE))).toEqual({
+      token: 'T1',
+      count_replayed: true,
+      positions: { a: [1, 'E'] },
+    });
     expect(session.protocolsAt(31_000, LATTICE)).toEqual([...LATTICE, 'gateway-resume']);
     expect(session.protocolsAt(0, LATTICE)).toEqual([...LATTICE, 'gateway-resume']); // the expired token is gone
   });
@@ -38,7 +49,11 @@ describe(ResumeSession.name, () => {
     expect(session.greeted(hello('T2', 30, true))).toBe(true);
     expect(session.received('a', { offset: 4, epoch: 'E' })).toBe(false); // replayed, already delivered
     session.lost(0);
-    expect(offerOf(session.protocolsAt(1, LATTICE))).toEqual({ token: 'T2', count_replayed: true, positions: { a: [4, 'E'] } });
+    expect(offerOf(session.protocolsAt(1, LATTICE))).toEqual({
+      token: 'T2',
+      count_replayed: true,
+      positions: { a: [4, 'E'] },
+    });
     expect(session.greeted(hello('T3'))).toBe(false);
     expect(session.received('a', { offset: 4, epoch: 'E' })).toBe(true);
   });

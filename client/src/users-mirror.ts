@@ -51,9 +51,17 @@ export class UsersMirror {
 
   private presence(userId: string): UserPresence | undefined {
     const register = this.lattice.get(userId)?.[STATUS_VARIABLE];
-    if (register === undefined || typeof register === 'number' || register.length !== 2 || typeof register[0] !== 'number') return undefined;
+    if (
+      register === undefined ||
+      typeof register === 'number' ||
+      register.length !== 2 ||
+      typeof register[0] !== 'number'
+    )
+      return undefined;
     const [sinceMs, status] = register as RegisterValue;
-    return typeof status === 'string' && STATUSES.has(status) ? { userId, status: status as PresenceStatus, sinceMs } : undefined;
+    return typeof status === 'string' && STATUSES.has(status)
+      ? { userId, status: status as PresenceStatus, sinceMs }
+      : undefined;
   }
 
   private onLatticeChange(changes: readonly LatticeChange[]): void {

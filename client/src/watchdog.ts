@@ -25,7 +25,13 @@ export const SILENT_INTERVALS = 3;
  * of a background tab): a check that wakes up after a long gap probes first
  * instead of giving up a healthy connection.
  */
-export function watchdogAction(nowMs: number, lastTrafficAt: number, probeSentAt: number | null, pingIntervalMs: number, isProbing: boolean): WatchdogAction {
+export function watchdogAction(
+  nowMs: number,
+  lastTrafficAt: number,
+  probeSentAt: number | null,
+  pingIntervalMs: number,
+  isProbing: boolean,
+): WatchdogAction {
   const silentMs = nowMs - lastTrafficAt;
   const giveUpMs = SILENT_INTERVALS * pingIntervalMs;
   if (!isProbing) return silentMs >= giveUpMs ? 'reconnect' : 'none';

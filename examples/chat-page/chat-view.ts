@@ -9,8 +9,17 @@ export interface ChatMessage {
   readonly at: number;
 }
 
-const STATUS_TEXT: Record<ConnectionStatus, string> = { connecting: 'connecting…', connected: 'connected', reconnecting: 'reconnecting…', closed: 'not connected' };
-const PRESENCE_TEXT: Record<UserPresence['status'], string> = { active: 'online', inactive: 'away', offline: 'offline' };
+const STATUS_TEXT: Record<ConnectionStatus, string> = {
+  connecting: 'connecting…',
+  connected: 'connected',
+  reconnecting: 'reconnecting…',
+  closed: 'not connected',
+};
+const PRESENCE_TEXT: Record<UserPresence['status'], string> = {
+  active: 'online',
+  inactive: 'away',
+  offline: 'offline',
+};
 const PRESENCE_ORDER: Record<UserPresence['status'], number> = { active: 0, inactive: 1, offline: 2 };
 
 export class ChatView {
@@ -90,7 +99,9 @@ export class ChatView {
   }
 
   setMembers(people: readonly UserPresence[], me: string): void {
-    const sorted = [...people].sort((a, b) => PRESENCE_ORDER[a.status] - PRESENCE_ORDER[b.status] || a.userId.localeCompare(b.userId));
+    const sorted = [...people].sort(
+      (a, b) => PRESENCE_ORDER[a.status] - PRESENCE_ORDER[b.status] || a.userId.localeCompare(b.userId),
+    );
     this.el('members').replaceChildren(
       ...sorted.map((person) => {
         const item = this.doc.createElement('li');

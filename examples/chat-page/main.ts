@@ -40,8 +40,10 @@ async function join(user: string, room: string): Promise<void> {
   const client = createClient(`ws://${location.hostname}:${port}/?user=${encodeURIComponent(user)}`);
   const rooms = client.lattice('rooms');
   const users = client.users();
-  const enter = async (): Promise<void> => view.addMessages((await client.call<JoinResult>('chat.join', [room])).messages, user);
-  const showUnread = (): void => view.setUnread(Math.max(0, rooms.counter(room, 'last_message_counter') - rooms.counter(room, 'last_seen_counter')));
+  const enter = async (): Promise<void> =>
+    view.addMessages((await client.call<JoinResult>('chat.join', [room])).messages, user);
+  const showUnread = (): void =>
+    view.setUnread(Math.max(0, rooms.counter(room, 'last_message_counter') - rooms.counter(room, 'last_seen_counter')));
   const stops = [
     client.on('status', (status) => view.setStatus(status)),
     client.onMessage<ChatMessage>(`rooms.${room}`, (message) => view.addMessages([message], user)),
@@ -58,8 +60,12 @@ async function join(user: string, room: string): Promise<void> {
     }),
   ];
   const current: Session = {
-    send: (text) => void act(client.call('chat.send', [room, text], {}, { active: ACTIVE_SECONDS }).then(() => view.clearComposer())),
-    read: () => void act(client.call('chat.read', [room, rooms.counter(room, 'last_message_counter')], {}, { active: ACTIVE_SECONDS })),
+    send: (text) =>
+      void act(client.call('chat.send', [room, text], {}, { active: ACTIVE_SECONDS }).then(() => view.clearComposer())),
+    read: () =>
+      void act(
+        client.call('chat.read', [room, rooms.counter(room, 'last_message_counter')], {}, { active: ACTIVE_SECONDS }),
+      ),
     leave: () => {
       for (const stop of stops) stop();
       client.close();

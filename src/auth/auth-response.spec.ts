@@ -26,19 +26,27 @@ describe(authOutcome.name, () => {
       ['non-ASCII data besides the user id', JSON.stringify({ user_id: 'u1', name: 'Zoë 🚀' })],
     ])('with %s gives an identity', (_case, body) => {
       const outcome = authOutcome(ok(body));
-      expect(outcome).toEqual({ ok: true, identity: identityOf(JSON.parse(body).user_id, JSON.stringify(JSON.parse(body))) });
+      expect(outcome).toEqual({
+        ok: true,
+        identity: identityOf(JSON.parse(body).user_id, JSON.stringify(JSON.parse(body))),
+      });
     });
 
-    it.each(['application/json', 'application/json; charset=utf-8', 'APPLICATION/JSON;charset=UTF-8', 'application/json; charset="utf-8"'])(
-      'accepts Content-Type %p',
-      (contentType) => {
-        expect(authOutcome(ok('{"user_id":"u"}', contentType)).ok).toBe(true);
-      },
-    );
+    it.each([
+      'application/json',
+      'application/json; charset=utf-8',
+      'APPLICATION/JSON;charset=UTF-8',
+      'application/json; charset="utf-8"',
+    ])('accepts Content-Type %p', (contentType) => {
+      expect(authOutcome(ok('{"user_id":"u"}', contentType)).ok).toBe(true);
+    });
 
     it('carries the compact JSON of the whole object', () => {
       const outcome = authOutcome(ok('{ "user_id" : "u1", "extra" : { "a" : [1, 2] } }'));
-      expect(outcome).toMatchObject({ ok: true, identity: { userId: 'u1', json: '{"user_id":"u1","extra":{"a":[1,2]}}' } });
+      expect(outcome).toMatchObject({
+        ok: true,
+        identity: { userId: 'u1', json: '{"user_id":"u1","extra":{"a":[1,2]}}' },
+      });
     });
 
     it('builds the Authorization value from standard padded base64 of the whole object', () => {
@@ -98,23 +106,35 @@ describe(authOutcome.name, () => {
   });
 
   describe('any other status', () => {
-    it.each([201, 204, 301, 302, 402, 405, 418, 429, 501, 502, 504])('fails %i with 500 and null, even with a JSON body', (status) => {
-      expect(authOutcome(response(status, 'application/json', '{"user_id":"u"}'))).toMatchObject({
-        ok: false,
-        status: 500,
-        dataJson: 'null',
-        reason: `status ${status}`,
-      });
-    });
+    it.each([201, 204, 301, 302, 402, 405, 418, 429, 501, 502, 504])(
+      'fails %i with 500 and null, even with a JSON body',
+      (status) => {
+        expect(authOutcome(response(status, 'application/json', '{"user_id":"u"}'))).toMatchObject({
+          ok: false,
+          status: 500,
+          dataJson: 'null',
+          reason: `status ${status}`,
+        });
+      },
+    );
   });
 
   describe('status 200 with a bad Content-Type', () => {
-    it.each([undefined, '', 'text/plain', 'text/json', 'application/javascript', 'application/json; charset=iso-8859-1', 'application/jsonx'])(
-      'fails Content-Type %p with 500 and null',
-      (contentType) => {
-        expect(authOutcome(response(200, contentType, '{"user_id":"u"}'))).toMatchObject({ ok: false, status: 500, dataJson: 'null' });
-      },
-    );
+    it.each([
+      undefined,
+      '',
+      'text/plain',
+      'text/json',
+      'application/javascript',
+      'application/json; charset=iso-8859-1',
+      'application/jsonx',
+    ])('fails Content-Type %p with 500 and null', (contentType) => {
+      expect(authOutcome(response(200, contentType, '{"user_id":"u"}'))).toMatchObject({
+        ok: false,
+        status: 500,
+        dataJson: 'null',
+      });
+    });
   });
 
   describe('status 200 with a bad body', () => {
@@ -153,7 +173,12 @@ describe(authOutcome.name, () => {
       ['129 levels (the root object is level 1)', 128],
     ])('fails a response nested %s deep with 500 and null, and says why, without throwing', (_case, inner) => {
       const body = `{"user_id":"u","x":${'['.repeat(inner)}${']'.repeat(inner)}}`;
-      expect(authOutcome(ok(body))).toEqual({ ok: false, status: 500, dataJson: 'null', reason: 'response nested deeper than 128 levels' });
+      expect(authOutcome(ok(body))).toEqual({
+        ok: false,
+        status: 500,
+        dataJson: 'null',
+        reason: 'response nested deeper than 128 levels',
+      });
     });
 
     it('accepts a response nested exactly 128 levels deep', () => {
@@ -169,12 +194,13 @@ describe(authOutcome.name, () => {
   });
 
   describe('transport outcomes', () => {
-    it.each<UpstreamResponse>([{ kind: 'timeout' }, { kind: 'connection_error', reason: 'ECONNREFUSED' }, { kind: 'too_large' }])(
-      'fails $kind with 500 and null',
-      (failure) => {
-        expect(authOutcome(failure)).toMatchObject({ ok: false, status: 500, dataJson: 'null' });
-      },
-    );
+    it.each<UpstreamResponse>([
+      { kind: 'timeout' },
+      { kind: 'connection_error', reason: 'ECONNREFUSED' },
+      { kind: 'too_large' },
+    ])('fails $kind with 500 and null', (failure) => {
+      expect(authOutcome(failure)).toMatchObject({ ok: false, status: 500, dataJson: 'null' });
+    });
 
     it('fails a full destination queue with 503 and null', () => {
       expect(authOutcome({ kind: 'queue_full' })).toMatchObject({ ok: false, status: 503, dataJson: 'null' });
@@ -182,7 +208,11 @@ describe(authOutcome.name, () => {
   });
 
   it('gives every failure a reason for the log', () => {
-    const failures = [authOutcome({ kind: 'timeout' }), authOutcome(response(401, undefined, '')), authOutcome(ok('{}'))];
+    const failures = [
+      authOutcome({ kind: 'timeout' }),
+      authOutcome(response(401, undefined, '')),
+      authOutcome(ok('{}')),
+    ];
     expect(failures.map((f) => (f.ok ? '' : f.reason)).every((reason) => reason.length > 0)).toBe(true);
   });
 });
@@ -190,7 +220,11 @@ describe(authOutcome.name, () => {
 describe(identityOf.name, () => {
   it('prefixes the base64 of the JSON with "Gateway+json "', () => {
     const identity = identityOf('u', '{"user_id":"u"}');
-    expect([identity.userId, identity.json, identity.authorization]).toEqual(['u', '{"user_id":"u"}', 'Gateway+json eyJ1c2VyX2lkIjoidSJ9']);
+    expect([identity.userId, identity.json, identity.authorization]).toEqual([
+      'u',
+      '{"user_id":"u"}',
+      'Gateway+json eyJ1c2VyX2lkIjoidSJ9',
+    ]);
     expect(identity.authorization).toBe('Gateway+json eyJ1c2VyX2lkIjoidSJ9');
   });
 

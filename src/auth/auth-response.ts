@@ -43,9 +43,11 @@ export function authOutcome(response: UpstreamResponse): AuthOutcome {
   if (!isPlainObject(parsed.value)) return fail(500, 'null', 'body is not a JSON object');
   if (!isValidUserId(parsed.value.user_id)) return fail(500, 'null', 'user_id missing or invalid');
   // SPEC §3: checked before anything recurses into it (JSON.stringify would throw a RangeError).
-  if (isNestedDeeperThan(parsed.value, MAX_FRAME_DEPTH)) return fail(500, 'null', `response nested deeper than ${MAX_FRAME_DEPTH} levels`);
+  if (isNestedDeeperThan(parsed.value, MAX_FRAME_DEPTH))
+    return fail(500, 'null', `response nested deeper than ${MAX_FRAME_DEPTH} levels`);
   const json = JSON.stringify(parsed.value);
-  if (Buffer.byteLength(json) > MAX_AUTH_JSON_BYTES) return fail(500, 'null', `response over ${MAX_AUTH_JSON_BYTES} bytes`);
+  if (Buffer.byteLength(json) > MAX_AUTH_JSON_BYTES)
+    return fail(500, 'null', `response over ${MAX_AUTH_JSON_BYTES} bytes`);
   return { ok: true, identity: identityOf(parsed.value.user_id, json) };
 }
 

@@ -29,10 +29,19 @@ export class AuthService {
 
   async authorize(connection: Connection, request: AuthRequest): Promise<AuthOutcome> {
     const route = this.routes.tableFor(connection.handler).route(AUTHORIZE_METHOD);
-    const kwargs = { http_cookie: request.cookie, http_authorization: request.authorization, url_querystring: request.queryString };
+    const kwargs = {
+      http_cookie: request.cookie,
+      http_authorization: request.authorization,
+      url_querystring: request.queryString,
+    };
     const body = JSON.stringify([{ connection_id: connection.id }, [], kwargs]);
     const span = this.tracer.isEnabled ? this.tracer.startAuthorization(connection.id, route.destination.name) : null;
-    const response = await this.upstream.post(route, body, { requestId: `${connection.id}-auth`, traceparent: span?.traceparent }, 'auth');
+    const response = await this.upstream.post(
+      route,
+      body,
+      { requestId: `${connection.id}-auth`, traceparent: span?.traceparent },
+      'auth',
+    );
     const outcome = authOutcome(response);
     span?.end(outcome.ok ? 'ok' : outcome.reason, response.kind === 'response' ? response.status : undefined);
     // The upstream metric's label form (http_401, timeout, …); a 200 the gateway cannot use is invalid_response.
@@ -41,7 +50,15 @@ export class AuthService {
     if (!outcome.ok) {
       const name = route.destination.name;
       const cause = failureCause(response);
-      this.logger.warn({ msg: 'authorization failed', connection_id: connection.id, destination: name, url: route.url, cause, reason: outcome.reason, trace_id: span?.traceId });
+      this.logger.warn({
+        msg: 'authorization failed',
+        connection_id: connection.id,
+        destination: name,
+        url: route.url,
+        cause,
+        reason: outcome.reason,
+        trace_id: span?.traceId,
+      });
     }
     return outcome;
   }

@@ -73,7 +73,8 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
     res.on('finish', this.onFinish);
     if (!this.allows(req.headers.authorization)) return writeApiError(res, UNAUTHORIZED);
     // After the token check: a refused caller gets no span, so it cannot write into a trace of its choosing.
-    if (this.tracer.isEnabled) this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
+    if (this.tracer.isEnabled)
+      this.tracer.traceApiRequest(req.method, endpointLabel(req.method, req.path), req.headers, res);
     const path = req.path;
     if (path.includes('//') || path.endsWith('/')) return writeApiError(res, NOT_FOUND);
     next();
@@ -82,7 +83,8 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   private count(endpoint: string, status: number): void {
     const key = endpoint + ' ' + status;
     let counter = this.counters.get(key);
-    if (counter === undefined) this.counters.set(key, (counter = this.metrics.backendApiRequests.labels(endpoint, String(status))));
+    if (counter === undefined)
+      this.counters.set(key, (counter = this.metrics.backendApiRequests.labels(endpoint, String(status))));
     counter.inc();
   }
 
@@ -90,7 +92,15 @@ export class BackendApiEntryMiddleware implements NestMiddleware {
   private logRequest(res: Response, route: string, startedAt: number): void {
     const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
     const requestId = res.getHeader(this.requestIdHeader);
-    this.logger.debug({ msg: 'backend api request', method: res.req.method, route, path: (res.req as Request).path, status: res.statusCode, duration_ms: durationMs, request_id: requestId });
+    this.logger.debug({
+      msg: 'backend api request',
+      method: res.req.method,
+      route,
+      path: (res.req as Request).path,
+      status: res.statusCode,
+      duration_ms: durationMs,
+      request_id: requestId,
+    });
   }
 
   /** No token configured, or the header carries it. */

@@ -18,7 +18,8 @@ export const badRequest = (code: string, detail: string): BackendApiError => new
 
 /** SPEC §5 bodies: 404/403/401 empty, 400 and 503 (§11) `{"error","message"}`, 413 with `Connection: close`. */
 export function writeApiError(res: Response, error: BackendApiError): void {
-  if (error.status === 400 || error.status === 503) return void res.status(error.status).json({ error: error.code, message: error.detail });
+  if (error.status === 400 || error.status === 503)
+    return void res.status(error.status).json({ error: error.code, message: error.detail });
   if (error.status === 413) res.set('Connection', 'close');
   if (error.status === 401) res.set('WWW-Authenticate', 'Bearer');
   res.status(error.status).set('Content-Length', '0').end();

@@ -19,7 +19,8 @@ export class BackendApiFilter implements ExceptionFilter {
     if (!canAnswer(res)) return;
     if (exception instanceof BackendApiError) return writeApiError(res, exception);
     // SPEC §11: the node(s) the call needs cannot be reached now; the caller may retry.
-    if (exception instanceof ClusterUnavailableError) return writeApiError(res, new BackendApiError(503, exception.code, exception.message));
+    if (exception instanceof ClusterUnavailableError)
+      return writeApiError(res, new BackendApiError(503, exception.code, exception.message));
     if (exception instanceof HttpException) {
       const status = exception.getStatus();
       // Routes that do not exist, and methods a route does not support: 404, never 405.
@@ -31,7 +32,10 @@ export class BackendApiFilter implements ExceptionFilter {
       // Anything else (e.g. terminus' 503 on /health/ready) keeps its own body: no /v1 route throws one.
       return void res.status(status).json(exception.getResponse());
     }
-    this.logger.error({ msg: 'backend API handler failed', error: exception instanceof Error ? exception.name : 'unknown' });
+    this.logger.error({
+      msg: 'backend API handler failed',
+      error: exception instanceof Error ? exception.name : 'unknown',
+    });
     res.status(500).json({ error: 'internal_error', message: 'unexpected server error' });
   }
 }

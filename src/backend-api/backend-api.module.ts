@@ -21,7 +21,24 @@ import { UsersController } from './users.controller';
 /** The backend API `/v1` on the internal listener (seed §4.2–4.3, SPEC §5). */
 @Module({
   imports: [ConnectionsModule, ClusterModule, PubSubModule, LatticeModule, UsersLatticeModule, ResumeModule],
-  controllers: [SubscriptionsController, PublishController, LatticesController, UsersController, DisconnectController, BatchController],
-  providers: [{ provide: APP_FILTER, useClass: BackendApiFilter }, BackendApiEntryMiddleware, BatchService, DisconnectService, NoBodyPipe, JsonBodyPipe, LatticeBodyPipe, UserListPipe, BatchBodyPipe],
+  controllers: [
+    SubscriptionsController,
+    PublishController,
+    LatticesController,
+    UsersController,
+    DisconnectController,
+    BatchController,
+  ],
+  providers: [
+    { provide: APP_FILTER, useClass: BackendApiFilter },
+    BackendApiEntryMiddleware,
+    BatchService,
+    DisconnectService,
+    NoBodyPipe,
+    JsonBodyPipe,
+    LatticeBodyPipe,
+    UserListPipe,
+    BatchBodyPipe,
+  ],
 })
 export class BackendApiModule {}

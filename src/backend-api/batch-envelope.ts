@@ -31,16 +31,23 @@ const BATCH_PATH = /^\/v1\/batch(?:[?#]|$)/;
 export function parseBatchEnvelope(value: unknown, maxCommands: number): BatchCommand[] {
   if (!isObject(value)) throw invalid('body must be an object {"commands": [...]}');
   const commands = value.commands;
-  if (!Array.isArray(commands) || commands.length === 0) throw invalid(`commands: must be an array of 1 to ${maxCommands} commands`);
-  if (commands.length > maxCommands) throw badRequest('too_many_commands', `commands: ${commands.length} commands, at most ${maxCommands} (BATCH_MAX_COMMANDS) in one batch`);
+  if (!Array.isArray(commands) || commands.length === 0)
+    throw invalid(`commands: must be an array of 1 to ${maxCommands} commands`);
+  if (commands.length > maxCommands)
+    throw badRequest(
+      'too_many_commands',
+      `commands: ${commands.length} commands, at most ${maxCommands} (BATCH_MAX_COMMANDS) in one batch`,
+    );
   return commands.map((command, i) => commandOf(command, i));
 }
 
 function commandOf(command: unknown, i: number): BatchCommand {
   if (!isObject(command)) throw invalid(`commands[${i}]: must be an object {"method", "path", "body"?}`);
   const { method, path } = command;
-  if (typeof method !== 'string' || !(BATCH_METHODS as readonly string[]).includes(method)) throw invalid(`commands[${i}].method: must be "PUT", "DELETE" or "POST"`);
-  if (typeof path !== 'string' || !path.startsWith('/v1/')) throw invalid(`commands[${i}].path: must be a string starting with "/v1/"`);
+  if (typeof method !== 'string' || !(BATCH_METHODS as readonly string[]).includes(method))
+    throw invalid(`commands[${i}].method: must be "PUT", "DELETE" or "POST"`);
+  if (typeof path !== 'string' || !path.startsWith('/v1/'))
+    throw invalid(`commands[${i}].path: must be a string starting with "/v1/"`);
   if (BATCH_PATH.test(path)) throw invalid(`commands[${i}].path: a batch cannot contain /v1/batch`);
   return { method: method as BatchMethod, path, hasBody: Object.hasOwn(command, 'body'), body: command.body };
 }

@@ -13,7 +13,12 @@ export class BatchController {
   constructor(private readonly batch: BatchService) {}
 
   @Post(ROUTES.batch)
-  @ApiEndpoint('Run several endpoint calls in order, one result each (SPEC §5 [ext])', [], 'BatchRequest', [400, 401, 413])
+  @ApiEndpoint(
+    'Run several endpoint calls in order, one result each (SPEC §5 [ext])',
+    [],
+    'BatchRequest',
+    [400, 401, 413],
+  )
   @HttpCode(200)
   run(@RequestBody(BatchBodyPipe) commands: BatchCommand[]): Promise<{ results: BatchResult[] }> {
     return this.batch.run(commands);

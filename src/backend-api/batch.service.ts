@@ -34,12 +34,21 @@ export class BatchService {
   private readonly logger = new Logger(BatchService.name);
   private readonly routes: readonly CommandRoute[];
 
-  constructor(pubsub: PubSubService, lattices: LatticeService, presence: PresenceService, disconnects: DisconnectService) {
+  constructor(
+    pubsub: PubSubService,
+    lattices: LatticeService,
+    presence: PresenceService,
+    disconnects: DisconnectService,
+  ) {
     const cid = new ConnectionIdPipe();
     const topic = new TopicPipe();
     const namespace = new NamespacePipe();
     const userId = new UserIdPipe();
-    const route = (method: BatchMethod, template: string, run: CommandRoute['run']): CommandRoute => ({ method, match: compileRoute(template), run });
+    const route = (method: BatchMethod, template: string, run: CommandRoute['run']): CommandRoute => ({
+      method,
+      match: compileRoute(template),
+      run,
+    });
     this.routes = [
       route('PUT', ROUTES.topicSubscription, (p, c) => {
         const [connectionId, name] = [cid.transform(p.cid), topic.transform(p.topic), noBody(c)];
@@ -94,7 +103,13 @@ export class BatchService {
     const results = new Array<BatchResult>(started.length);
     for (let i = 0; i < started.length; i++) {
       const outcome = started[i];
-      results[i] = outcome instanceof Promise ? await outcome.then(() => NO_CONTENT, (err: unknown) => this.resultOf(err)) : outcome;
+      results[i] =
+        outcome instanceof Promise
+          ? await outcome.then(
+              () => NO_CONTENT,
+              (err: unknown) => this.resultOf(err),
+            )
+          : outcome;
     }
     return { results };
   }
@@ -120,7 +135,8 @@ export class BatchService {
 
   /** The status and body the backend API filter would have written for `err`. */
   private resultOf(err: unknown): BatchResult {
-    if (err instanceof BackendApiError) return err.status === 400 ? { status: 400, error: err.code, message: err.detail } : { status: err.status };
+    if (err instanceof BackendApiError)
+      return err.status === 400 ? { status: 400, error: err.code, message: err.detail } : { status: err.status };
     if (err instanceof HttpException) return { status: err.getStatus() };
     // SPEC §11: this command needs a node that cannot be reached now; the caller may retry it.
     if (err instanceof ClusterUnavailableError) return { status: 503, error: err.code, message: err.message };

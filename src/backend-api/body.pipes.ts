@@ -92,7 +92,8 @@ export const missingBody = (): BackendApiError => badRequest('missing_body', 'a 
 
 /** Endpoints 4 and 6: lattice content (SPEC §6.4) of a parsed JSON body, else 400. */
 export function latticeBodyOf(value: unknown): LatticeBody {
-  if (nestedDeeperThan(value, MAX_LATTICE_DEPTH)) throw badRequest('invalid_lattice', `body: nested deeper than ${MAX_LATTICE_DEPTH} levels`);
+  if (nestedDeeperThan(value, MAX_LATTICE_DEPTH))
+    throw badRequest('invalid_lattice', `body: nested deeper than ${MAX_LATTICE_DEPTH} levels`);
   const result = parseLatticeBody(value);
   if (!result.ok) throw badRequest('invalid_lattice', result.message);
   return result.value;

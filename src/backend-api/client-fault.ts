@@ -53,7 +53,10 @@ export function answerInFlight(socket: Socket, status: number, code: string | un
     socket.destroy();
     return true;
   }
-  const body = status === 400 ? JSON.stringify({ error: INCOMPLETE_BODY, message: `${INCOMPLETE_MESSAGE} (${code ?? 'parse error'})` }) : '';
+  const body =
+    status === 400
+      ? JSON.stringify({ error: INCOMPLETE_BODY, message: `${INCOMPLETE_MESSAGE} (${code ?? 'parse error'})` })
+      : '';
   const headers: Record<string, string> = { Connection: 'close', 'Content-Length': String(Buffer.byteLength(body)) };
   if (body !== '') headers['Content-Type'] = 'application/json; charset=utf-8';
   res.writeHead(status, headers).end(body);

@@ -13,14 +13,24 @@ export class DisconnectController {
   constructor(private readonly disconnects: DisconnectService) {}
 
   @Delete(ROUTES.connection)
-  @ApiEndpoint('Close a connection with 4403 `disconnected`; its session ends and cannot be resumed (SPEC §12.6)', [['cid', 'cid']], 'none', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    'Close a connection with 4403 `disconnected`; its session ends and cannot be resumed (SPEC §12.6)',
+    [['cid', 'cid']],
+    'none',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
   disconnect(@Param('cid', ConnectionIdPipe) cid: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
     return this.disconnects.disconnect(cid);
   }
 
   @Delete(ROUTES.userConnections)
-  @ApiEndpoint('Close every connection of a user, on every node, with 4403 `disconnected` (SPEC §12.6)', [['uid', 'userId']], 'none', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    'Close every connection of a user, on every node, with 4403 `disconnected` (SPEC §12.6)',
+    [['uid', 'userId']],
+    'none',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
   disconnectUser(@Param('uid', UserIdPipe) userId: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
     return this.disconnects.disconnectUser(userId);

@@ -31,7 +31,9 @@ export class DisconnectService implements OnModuleInit {
   onModuleInit(): void {
     this.broker.handle<null>('connection_disconnect', (connectionId) => this.applyToConnection(connectionId));
     // A user's connections may be on any node; the data names the user's sessions revoked in Redis (null from earlier versions).
-    this.broker.handle<readonly string[] | null>('user_disconnect', (userId, revoked) => this.applyToUser(userId, revoked ?? []));
+    this.broker.handle<readonly string[] | null>('user_disconnect', (userId, revoked) =>
+      this.applyToUser(userId, revoked ?? []),
+    );
   }
 
   /** Close one connection, pending ones included; a well-formed unknown id is a no-op. */
@@ -39,7 +41,8 @@ export class DisconnectService implements OnModuleInit {
     const userSessions = this.resumables.userSessions;
     const local = this.registry.get(connectionId);
     // A legacy connection here has nothing in Redis: it ends here, whatever the link does.
-    if (userSessions === null || (local !== undefined && !local.isResumable)) return this.broker.toOwner('connection_disconnect', connectionId, null);
+    if (userSessions === null || (local !== undefined && !local.isResumable))
+      return this.broker.toOwner('connection_disconnect', connectionId, null);
     return this.revoke(userSessions, connectionId, local);
   }
 
@@ -63,7 +66,9 @@ export class DisconnectService implements OnModuleInit {
     await confirmed(
       Promise.all([
         this.broker.toEveryNode('user_disconnect', userId, ids),
-        ...held.map(([connectionId, holder]) => this.broker.toNode('connection_disconnect', holder, connectionId, null)),
+        ...held.map(([connectionId, holder]) =>
+          this.broker.toNode('connection_disconnect', holder, connectionId, null),
+        ),
       ]),
     );
   }
@@ -108,7 +113,10 @@ export class DisconnectService implements OnModuleInit {
 /** SPEC §12.6: the end could not be recorded in Redis. */
 function unrecorded(err: unknown): Error {
   if (err instanceof ClusterUnavailableError) return err;
-  return new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the session end is not recorded; retry');
+  return new ClusterUnavailableError(
+    'cluster_unavailable',
+    'Redis is not reachable from this node: the session end is not recorded; retry',
+  );
 }
 
 /** SPEC §12.6: a holder that does not confirm makes the DELETE 503 `cluster_unavailable`, never 204. */

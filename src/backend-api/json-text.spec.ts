@@ -1,7 +1,14 @@
 import { jsonText } from './json-text';
 
 describe(jsonText.name, () => {
-  it.each([[null], [1], ['a"b'], [[1, [2, {}], 'x']], [{ a: { b: [null, true] }, '': -0.5 }], [JSON.parse('{"__proto__":[1]}')]])('encodes %j as JSON.stringify does', (value) => {
+  it.each([
+    [null],
+    [1],
+    ['a"b'],
+    [[1, [2, {}], 'x']],
+    [{ a: { b: [null, true] }, '': -0.5 }],
+    [JSON.parse('{"__proto__":[1]}')],
+  ])('encodes %j as JSON.stringify does', (value) => {
     expect(jsonText(value)).toBe(JSON.stringify(value));
   });
 

@@ -29,7 +29,9 @@ function deepJsonText(root: unknown): string {
       continue;
     }
     const isArray = Array.isArray(value);
-    const entries = isArray ? value.map((item): Pending[] => [{ value: item }]) : Object.entries(value).map(([k, v]): Pending[] => [{ text: JSON.stringify(k) + ':' }, { value: v }]);
+    const entries = isArray
+      ? value.map((item): Pending[] => [{ value: item }])
+      : Object.entries(value).map(([k, v]): Pending[] => [{ text: JSON.stringify(k) + ':' }, { value: v }]);
     const parts: Pending[] = [{ text: isArray ? '[' : '{' }];
     entries.forEach((entry, i) => parts.push(...(i === 0 ? [] : [{ text: ',' }]), ...entry));
     parts.push({ text: isArray ? ']' : '}' });

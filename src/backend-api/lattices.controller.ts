@@ -14,23 +14,55 @@ export class LatticesController {
   constructor(private readonly lattices: LatticeService) {}
 
   @Put(ROUTES.latticeSubscription)
-  @ApiEndpoint('Subscribe a connection to a lattice namespace with initial content (endpoint 4)', [['cid', 'cid'], ['namespace', 'namespace']], 'LatticeContent', [400, 401, 403, 404, 413, 503])
+  @ApiEndpoint(
+    'Subscribe a connection to a lattice namespace with initial content (endpoint 4)',
+    [
+      ['cid', 'cid'],
+      ['namespace', 'namespace'],
+    ],
+    'LatticeContent',
+    [400, 401, 403, 404, 413, 503],
+  )
   @HttpCode(204)
-  subscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('namespace', NamespacePipe) ns: string, @RequestBody(LatticeBodyPipe) body: LatticeBody): Promise<void> {
+  subscribe(
+    @Param('cid', ConnectionIdPipe) cid: string,
+    @Param('namespace', NamespacePipe) ns: string,
+    @RequestBody(LatticeBodyPipe) body: LatticeBody,
+  ): Promise<void> {
     return this.lattices.subscribe(cid, ns, body);
   }
 
   @Delete(ROUTES.latticeSubscription)
-  @ApiEndpoint('Unsubscribe a connection from a lattice namespace (endpoint 5)', [['cid', 'cid'], ['namespace', 'namespace']], 'none', [400, 401, 403, 404, 413, 503])
+  @ApiEndpoint(
+    'Unsubscribe a connection from a lattice namespace (endpoint 5)',
+    [
+      ['cid', 'cid'],
+      ['namespace', 'namespace'],
+    ],
+    'none',
+    [400, 401, 403, 404, 413, 503],
+  )
   @HttpCode(204)
-  unsubscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('namespace', NamespacePipe) ns: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
+  unsubscribe(
+    @Param('cid', ConnectionIdPipe) cid: string,
+    @Param('namespace', NamespacePipe) ns: string,
+    @RequestBody(NoBodyPipe) _: void,
+  ): Promise<void> {
     return this.lattices.unsubscribe(cid, ns);
   }
 
   @Post(ROUTES.latticeUpdate)
-  @ApiEndpoint('Update a lattice namespace; each subscriber gets what its user may see (endpoint 6)', [['namespace', 'namespace']], 'LatticeContent', [400, 401, 403, 404, 413, 503])
+  @ApiEndpoint(
+    'Update a lattice namespace; each subscriber gets what its user may see (endpoint 6)',
+    [['namespace', 'namespace']],
+    'LatticeContent',
+    [400, 401, 403, 404, 413, 503],
+  )
   @HttpCode(204)
-  update(@Param('namespace', NamespacePipe) ns: string, @RequestBody(LatticeBodyPipe) body: LatticeBody): Promise<void> {
+  update(
+    @Param('namespace', NamespacePipe) ns: string,
+    @RequestBody(LatticeBodyPipe) body: LatticeBody,
+  ): Promise<void> {
     return this.lattices.update(ns, body);
   }
 }

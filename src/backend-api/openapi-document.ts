@@ -23,16 +23,28 @@ export function openApiDocument(app: INestApplication, version: string): OpenAPI
     )
     .setVersion(version)
     .setLicense('MIT', 'https://opensource.org/licenses/MIT')
-    .addServer(DEFAULT_SERVER_URL, 'the internal listener at its defaults (BACKEND_API_HOST 127.0.0.1, BACKEND_API_PORT 8081)')
+    .addServer(
+      DEFAULT_SERVER_URL,
+      'the internal listener at its defaults (BACKEND_API_HOST 127.0.0.1, BACKEND_API_PORT 8081)',
+    )
     // Not addBearerAuth(): it declares `bearerFormat: "JWT"`, and the token is a plain shared secret.
-    .addSecurity('bearer', { type: 'http', scheme: 'bearer', description: 'BACKEND_API_TOKEN, a shared secret sent as is (not a JWT); required when it is set' })
+    .addSecurity('bearer', {
+      type: 'http',
+      scheme: 'bearer',
+      description: 'BACKEND_API_TOKEN, a shared secret sent as is (not a JWT); required when it is set',
+    })
     .build();
   const document = SwaggerModule.createDocument(app, config, { include: [BackendApiModule] });
-  return { ...document, components: { ...document.components, schemas: { ...document.components?.schemas, ...OPENAPI_SCHEMAS } } };
+  return {
+    ...document,
+    components: { ...document.components, schemas: { ...document.components?.schemas, ...OPENAPI_SCHEMAS } },
+  };
 }
 
 /** Serve `document` as GET /openapi.json (the Express instance is the internal listener's; the public one forwards only /health/*). */
 export function serveOpenApi(app: INestApplication, document: OpenAPIObject): void {
   const text = JSON.stringify(document);
-  app.getHttpAdapter().get(OPENAPI_PATH, (_req: Request, res: Response) => void res.type('application/json').send(text));
+  app
+    .getHttpAdapter()
+    .get(OPENAPI_PATH, (_req: Request, res: Response) => void res.type('application/json').send(text));
 }

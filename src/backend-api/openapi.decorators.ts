@@ -31,16 +31,38 @@ export type BodyKind = 'none' | 'json' | 'LatticeContent' | 'UserList' | 'BatchR
  * One /v1 route: its summary, path parameters (in path order, named as in the
  * route), body, and the statuses it can answer besides success (SPEC §5).
  */
-export function ApiEndpoint(summary: string, params: ReadonlyArray<[string, PathParam]>, body: BodyKind, errors: readonly number[]): MethodDecorator {
+export function ApiEndpoint(
+  summary: string,
+  params: ReadonlyArray<[string, PathParam]>,
+  body: BodyKind,
+  errors: readonly number[],
+): MethodDecorator {
   const decorators = [
     ApiOperation({ summary }),
     body === 'BatchRequest'
-      ? ApiResponse({ status: 200, description: 'one result per command, in order', content: { 'application/json': { schema: schemaRef('BatchResponse') } } })
+      ? ApiResponse({
+          status: 200,
+          description: 'one result per command, in order',
+          content: { 'application/json': { schema: schemaRef('BatchResponse') } },
+        })
       : ApiResponse({ status: 204, description: 'done (also for a well-formed unknown connection or user id)' }),
-    ...params.map(([name, kind]) => ApiParam({ name, description: PARAM_TEXT[kind], schema: { type: 'string', pattern: PARAM_PATTERNS[kind] } })),
-    ...errors.map((status) => ApiResponse({ status, description: ERROR_TEXT[status], ...(status === 400 || status === 503 ? { content: { 'application/json': { schema: schemaRef('ApiError') } } } : {}) })),
+    ...params.map(([name, kind]) =>
+      ApiParam({ name, description: PARAM_TEXT[kind], schema: { type: 'string', pattern: PARAM_PATTERNS[kind] } }),
+    ),
+    ...errors.map((status) =>
+      ApiResponse({
+        status,
+        description: ERROR_TEXT[status],
+        ...(status === 400 || status === 503
+          ? { content: { 'application/json': { schema: schemaRef('ApiError') } } }
+          : {}),
+      }),
+    ),
   ];
-  if (body === 'json') decorators.push(ApiBody({ required: true, description: 'any JSON value; Content-Type application/json (utf-8)', schema: {} }));
+  if (body === 'json')
+    decorators.push(
+      ApiBody({ required: true, description: 'any JSON value; Content-Type application/json (utf-8)', schema: {} }),
+    );
   else if (body !== 'none') decorators.push(ApiBody({ required: true, schema: schemaRef(body) }));
   return applyDecorators(...decorators);
 }

@@ -20,7 +20,12 @@ const ref = (name: string): { $ref: string } => ({ $ref: `#/components/schemas/$
 export const schemaRef = ref;
 
 const variables = {
-  [`${VARIABLE_PREFIX}_counter$`]: { type: 'integer', minimum: 0, maximum: Number.MAX_SAFE_INTEGER, description: 'merged by max' },
+  [`${VARIABLE_PREFIX}_counter$`]: {
+    type: 'integer',
+    minimum: 0,
+    maximum: Number.MAX_SAFE_INTEGER,
+    description: 'merged by max',
+  },
   [`${VARIABLE_PREFIX}_set$`]: { type: 'array', items: { type: 'string' }, description: 'grow-only union' },
   [`${VARIABLE_PREFIX}_register$`]: {
     type: 'array',
@@ -35,7 +40,10 @@ export const OPENAPI_SCHEMAS: Record<string, object> = {
   ApiError: {
     type: 'object',
     description: 'Body of every 400 answer (SPEC §5) and of a 503 in cluster mode (SPEC §11)',
-    properties: { error: { type: 'string', examples: ['invalid_lattice'] }, message: { type: 'string', description: 'what was wrong and where' } },
+    properties: {
+      error: { type: 'string', examples: ['invalid_lattice'] },
+      message: { type: 'string', description: 'what was wrong and where' },
+    },
     required: ['error', 'message'],
     additionalProperties: false,
   },
@@ -47,23 +55,40 @@ export const OPENAPI_SCHEMAS: Record<string, object> = {
   },
   LatticePrivateEntry: {
     type: 'object',
-    description: 'A user\'s private variables of one key; `{}` grants the user access to the shared key',
-    properties: { expires_in: { type: 'string', description: 'duration ("10s", "90 minutes") after which the entry is deleted', examples: ['10m'] } },
+    description: "A user's private variables of one key; `{}` grants the user access to the shared key",
+    properties: {
+      expires_in: {
+        type: 'string',
+        description: 'duration ("10s", "90 minutes") after which the entry is deleted',
+        examples: ['10m'],
+      },
+    },
     patternProperties: variables,
     additionalProperties: false,
   },
   LatticeContent: {
     type: 'object',
-    description: 'Lattice content (SPEC §6.4); keys match [A-Za-z0-9:_.-]{1,256}; nested at most 128 levels; unknown top-level keys are ignored',
+    description:
+      'Lattice content (SPEC §6.4); keys match [A-Za-z0-9:_.-]{1,256}; nested at most 128 levels; unknown top-level keys are ignored',
     properties: {
-      shared: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9:_.-]{1,256}$' }, additionalProperties: ref('LatticeVariables') },
+      shared: {
+        type: 'object',
+        propertyNames: { pattern: '^[A-Za-z0-9:_.-]{1,256}$' },
+        additionalProperties: ref('LatticeVariables'),
+      },
       private: {
         type: 'object',
         propertyNames: { pattern: PARAM_PATTERNS.userId },
-        additionalProperties: { type: 'object', propertyNames: { pattern: '^[A-Za-z0-9:_.-]{1,256}$' }, additionalProperties: ref('LatticePrivateEntry') },
+        additionalProperties: {
+          type: 'object',
+          propertyNames: { pattern: '^[A-Za-z0-9:_.-]{1,256}$' },
+          additionalProperties: ref('LatticePrivateEntry'),
+        },
       },
     },
-    examples: [{ shared: { room1: { last_message_counter: 10 } }, private: { alice: { room1: { last_seen_counter: 7 } } } }],
+    examples: [
+      { shared: { room1: { last_message_counter: 10 } }, private: { alice: { room1: { last_seen_counter: 7 } } } },
+    ],
   },
   UserList: {
     type: 'array',
@@ -73,7 +98,8 @@ export const OPENAPI_SCHEMAS: Record<string, object> = {
   },
   BatchRequest: {
     type: 'object',
-    description: 'Commands run in order, each exactly as its endpoint (SPEC §5); 1 to BATCH_MAX_COMMANDS (default 1000)',
+    description:
+      'Commands run in order, each exactly as its endpoint (SPEC §5); 1 to BATCH_MAX_COMMANDS (default 1000)',
     properties: {
       commands: {
         type: 'array',
@@ -83,14 +109,21 @@ export const OPENAPI_SCHEMAS: Record<string, object> = {
           properties: {
             method: { enum: ['PUT', 'DELETE', 'POST'] },
             path: { type: 'string', pattern: '^/v1/', description: 'an endpoint path of /v1, not /v1/batch' },
-            body: { description: 'the endpoint\'s JSON body, only for endpoints that take one' },
+            body: { description: "the endpoint's JSON body, only for endpoints that take one" },
           },
           required: ['method', 'path'],
         },
       },
     },
     required: ['commands'],
-    examples: [{ commands: [{ method: 'PUT', path: '/v1/connection/CID/subscriptions/room/1' }, { method: 'POST', path: '/v1/publish/room/1', body: { text: 'hi' } }] }],
+    examples: [
+      {
+        commands: [
+          { method: 'PUT', path: '/v1/connection/CID/subscriptions/room/1' },
+          { method: 'POST', path: '/v1/publish/room/1', body: { text: 'hi' } },
+        ],
+      },
+    ],
   },
   BatchResponse: {
     type: 'object',
@@ -100,7 +133,11 @@ export const OPENAPI_SCHEMAS: Record<string, object> = {
   BatchResult: {
     type: 'object',
     description: 'The status the single endpoint would have answered; for 400 and 503 also its error body',
-    properties: { status: { type: 'integer', examples: [204] }, error: { type: 'string' }, message: { type: 'string' } },
+    properties: {
+      status: { type: 'integer', examples: [204] },
+      error: { type: 'string' },
+      message: { type: 'string' },
+    },
     required: ['status'],
   },
 };

@@ -1,5 +1,11 @@
 import { Injectable, PipeTransform } from '@nestjs/common';
-import { RESERVED_NAMESPACE_PREFIX, isValidNamespace, isValidTopic, isValidUserId, isWellFormedConnectionId } from '../protocol/identifiers';
+import {
+  RESERVED_NAMESPACE_PREFIX,
+  isValidNamespace,
+  isValidTopic,
+  isValidUserId,
+  isWellFormedConnectionId,
+} from '../protocol/identifiers';
 import { BackendApiError, notFound } from './backend-api.error';
 
 /** Express 5 gives a `*name` wildcard as its segments; join them back into a path. */

@@ -13,7 +13,12 @@ export class PublishController {
   constructor(private readonly pubsub: PubSubService) {}
 
   @Post(ROUTES.publish)
-  @ApiEndpoint('Publish a JSON message to every subscriber of a topic (endpoint 3)', [['topic', 'topic']], 'json', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    'Publish a JSON message to every subscriber of a topic (endpoint 3)',
+    [['topic', 'topic']],
+    'json',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
   publish(@Param('topic', TopicPipe) topic: string, @RequestBody(JsonBodyPipe) body: JsonBody): Promise<void> {
     return this.pubsub.publish(topic, body.bytes);

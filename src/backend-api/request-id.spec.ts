@@ -3,7 +3,7 @@ import { requestIdOf } from './request-id';
 const UUID = /^[0-9a-f]{8}-[0-9a-f]{4}-4[0-9a-f]{3}-[89ab][0-9a-f]{3}-[0-9a-f]{12}$/;
 
 describe(requestIdOf.name, () => {
-  it.each(['abc-123', 'x', 'a'.repeat(128), 'req:1/2?3'])('keeps the caller\'s id %p', (id) => {
+  it.each(['abc-123', 'x', 'a'.repeat(128), 'req:1/2?3'])("keeps the caller's id %p", (id) => {
     expect(requestIdOf(id)).toBe(id);
   });
 

@@ -13,16 +13,40 @@ export class SubscriptionsController {
   constructor(private readonly pubsub: PubSubService) {}
 
   @Put(ROUTES.topicSubscription)
-  @ApiEndpoint('Subscribe a connection to a topic (endpoint 1)', [['cid', 'cid'], ['topic', 'topic']], 'none', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    'Subscribe a connection to a topic (endpoint 1)',
+    [
+      ['cid', 'cid'],
+      ['topic', 'topic'],
+    ],
+    'none',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
-  subscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('topic', TopicPipe) topic: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
+  subscribe(
+    @Param('cid', ConnectionIdPipe) cid: string,
+    @Param('topic', TopicPipe) topic: string,
+    @RequestBody(NoBodyPipe) _: void,
+  ): Promise<void> {
     return this.pubsub.subscribe(cid, topic);
   }
 
   @Delete(ROUTES.topicSubscription)
-  @ApiEndpoint('Unsubscribe a connection from a topic (endpoint 2)', [['cid', 'cid'], ['topic', 'topic']], 'none', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    'Unsubscribe a connection from a topic (endpoint 2)',
+    [
+      ['cid', 'cid'],
+      ['topic', 'topic'],
+    ],
+    'none',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
-  unsubscribe(@Param('cid', ConnectionIdPipe) cid: string, @Param('topic', TopicPipe) topic: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
+  unsubscribe(
+    @Param('cid', ConnectionIdPipe) cid: string,
+    @Param('topic', TopicPipe) topic: string,
+    @RequestBody(NoBodyPipe) _: void,
+  ): Promise<void> {
     return this.pubsub.unsubscribe(cid, topic);
   }
 }

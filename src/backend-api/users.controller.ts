@@ -13,21 +13,36 @@ export class UsersController {
   constructor(private readonly presence: PresenceService) {}
 
   @Put(ROUTES.usersSubscription)
-  @ApiEndpoint('Subscribe a connection to gateway.user with these users\' status (endpoint 7)', [['cid', 'cid']], 'UserList', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    "Subscribe a connection to gateway.user with these users' status (endpoint 7)",
+    [['cid', 'cid']],
+    'UserList',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
   subscribe(@Param('cid', ConnectionIdPipe) cid: string, @RequestBody(UserListPipe) userIds: string[]): Promise<void> {
     return this.presence.subscribe(cid, userIds);
   }
 
   @Put(ROUTES.userUsers)
-  @ApiEndpoint('Add users to every gateway.user subscription of a user\'s connections (endpoint 8)', [['uid', 'userId']], 'UserList', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    "Add users to every gateway.user subscription of a user's connections (endpoint 8)",
+    [['uid', 'userId']],
+    'UserList',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
   addForUser(@Param('uid', UserIdPipe) userId: string, @RequestBody(UserListPipe) userIds: string[]): Promise<void> {
     return this.presence.addForUser(userId, userIds);
   }
 
   @Delete(ROUTES.usersSubscription)
-  @ApiEndpoint('Unsubscribe a connection from gateway.user (endpoint 9)', [['cid', 'cid']], 'none', [400, 401, 404, 413, 503])
+  @ApiEndpoint(
+    'Unsubscribe a connection from gateway.user (endpoint 9)',
+    [['cid', 'cid']],
+    'none',
+    [400, 401, 404, 413, 503],
+  )
   @HttpCode(204)
   unsubscribe(@Param('cid', ConnectionIdPipe) cid: string, @RequestBody(NoBodyPipe) _: void): Promise<void> {
     return this.presence.unsubscribe(cid);

@@ -27,14 +27,18 @@ async function memoryPair(): Promise<Pair> {
   return { a: broker, b: broker, nodeOfB: 'nodeA', isCluster: false, close: async () => undefined };
 }
 
-async function redisPair(probe?: { idleMs: number; timeoutMs: number }): Promise<Pair & { links: RedisLink[]; metrics: GatewayMetrics[] }> {
+async function redisPair(probe?: {
+  idleMs: number;
+  timeoutMs: number;
+}): Promise<Pair & { links: RedisLink[]; metrics: GatewayMetrics[] }> {
   const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
   const links: RedisLink[] = [];
   const brokers: RedisBroker[] = [];
   const metrics: GatewayMetrics[] = [];
   for (const nodeId of ['nodeA', 'nodeB']) {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
-    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run the cluster specs`);
+    if (!(await link.open(3000)))
+      throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run the cluster specs`);
     await new NodeLiveness(link, names, nodeId).claim();
     metrics.push(new GatewayMetrics());
     const broker = new RedisBroker(link, names, nodeId, metrics[metrics.length - 1]);
@@ -136,8 +140,12 @@ describe('RedisBroker batching', () => {
       await Promise.all(Array.from({ length: 20 }, (_, i) => pair.a.toOwner('sub', `nodeB-${i}`, `t/${i}`)));
       expect(seen).toEqual(Array.from({ length: 20 }, (_, i) => `nodeB-${i}:t/${i}`));
       const sent = (await pair.metrics[0].brokerMessages.get()).values;
-      expect(sent.filter((v) => v.labels.direction === 'out' && v.labels.kind === 'command').map((v) => v.value)).toEqual([1]);
-      expect(sent.filter((v) => v.labels.direction === 'in' && v.labels.kind === 'ack').map((v) => v.value)).toEqual([1]);
+      expect(
+        sent.filter((v) => v.labels.direction === 'out' && v.labels.kind === 'command').map((v) => v.value),
+      ).toEqual([1]);
+      expect(sent.filter((v) => v.labels.direction === 'in' && v.labels.kind === 'ack').map((v) => v.value)).toEqual([
+        1,
+      ]);
     } finally {
       await pair.close();
     }
@@ -145,7 +153,7 @@ describe('RedisBroker batching', () => {
 });
 
 describe('RedisBroker with a session that moved while its command ran', () => {
-  it('sends a command refused by the session\'s record (SessionMovedError) on to the node that holds it now', async () => {
+  it("sends a command refused by the session's record (SessionMovedError) on to the node that holds it now", async () => {
     const pair = await redisPair();
     try {
       const seen: string[] = [];
@@ -184,7 +192,10 @@ describe('RedisBroker with an owner that does not acknowledge', () => {
       });
       pair.a.handle('sub', () => undefined);
       const startedAt = Date.now();
-      const [bad, good] = await Promise.allSettled([pair.a.toOwner('sub', 'nodeB-bad', 't'), pair.a.toOwner('sub', 'nodeB-good', 't')]);
+      const [bad, good] = await Promise.allSettled([
+        pair.a.toOwner('sub', 'nodeB-bad', 't'),
+        pair.a.toOwner('sub', 'nodeB-good', 't'),
+      ]);
       expect(bad).toMatchObject({ status: 'rejected', reason: { code: 'cluster_unavailable' } });
       expect(good).toMatchObject({ status: 'fulfilled' });
       expect(Date.now() - startedAt).toBeLessThan(4000);

@@ -1,4 +1,14 @@
-import { ClusterNames, PARTITIONS, decodeChannelMessage, decodeNodeMessage, encodeAcks, encodeChannelMessage, encodeCommands, originHead, partitionOf } from './channels';
+import {
+  ClusterNames,
+  PARTITIONS,
+  decodeChannelMessage,
+  decodeNodeMessage,
+  encodeAcks,
+  encodeChannelMessage,
+  encodeCommands,
+  originHead,
+  partitionOf,
+} from './channels';
 
 describe(partitionOf.name, () => {
   it('is stable, within range, and spreads names over the partitions', () => {
@@ -31,7 +41,13 @@ describe(ClusterNames.name, () => {
     expect(sut.user('room/1')).toBe(sut.channel('u', 'room/1').replace(':t:', ':u:'));
     // A user's resumable sessions sit in the user's partition, beside its presence hash.
     expect(sut.userSessions('room/1')).toBe('acme:ru:{90}:room/1');
-    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.deadlines]).toEqual(['acme:n:n1', 'acme:all', 'acme:alive:n1', 'acme:nodes', 'acme:deadlines']);
+    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.deadlines]).toEqual([
+      'acme:n:n1',
+      'acme:all',
+      'acme:alive:n1',
+      'acme:nodes',
+      'acme:deadlines',
+    ]);
   });
 });
 
@@ -54,7 +70,10 @@ describe(encodeChannelMessage.name, () => {
 
 describe(decodeNodeMessage.name, () => {
   it('reads the commands and the acks it encodes', () => {
-    const commands = [['topic_subscribe', 'n1-abc', 'room', 7], ['users_add', 'alice', ['bob'], 8]] as const;
+    const commands = [
+      ['topic_subscribe', 'n1-abc', 'room', 7],
+      ['users_add', 'alice', ['bob'], 8],
+    ] as const;
     expect(decodeNodeMessage(encodeCommands('n2', commands))).toEqual({ f: 'n2', c: commands });
     expect(decodeNodeMessage(encodeAcks('n1', [7, 8]))).toEqual({ f: 'n1', a: [7, 8], e: [] });
     expect(decodeNodeMessage(encodeAcks('n1', [7, 8], [8]))).toEqual({ f: 'n1', a: [7, 8], e: [8] });
@@ -62,7 +81,15 @@ describe(decodeNodeMessage.name, () => {
     expect(decodeNodeMessage('{"f":"n1","a":[7]}')).toEqual({ f: 'n1', a: [7], e: [] });
   });
 
-  it.each(['probe', 'null', '[]', '{"a":[1]}', '{"f":"n","a":["1"]}', '{"f":"n","c":[["x","y",1]]}', '{"f":"n","c":[[1,"y",null,1]]}'])('ignores %s', (text) => {
+  it.each([
+    'probe',
+    'null',
+    '[]',
+    '{"a":[1]}',
+    '{"f":"n","a":["1"]}',
+    '{"f":"n","c":[["x","y",1]]}',
+    '{"f":"n","c":[[1,"y",null,1]]}',
+  ])('ignores %s', (text) => {
     expect(decodeNodeMessage(text)).toBeNull();
   });
 });

@@ -193,5 +193,11 @@ export function decodeNodeMessage(text: string): NodeMessage | null {
 }
 
 function isCommand(value: unknown): boolean {
-  return Array.isArray(value) && value.length === 4 && typeof value[0] === 'string' && typeof value[1] === 'string' && typeof value[3] === 'number';
+  return (
+    Array.isArray(value) &&
+    value.length === 4 &&
+    typeof value[0] === 'string' &&
+    typeof value[1] === 'string' &&
+    typeof value[3] === 'number'
+  );
 }

@@ -49,14 +49,21 @@ async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Prom
   if (await link.open(STARTUP_WAIT_MS)) {
     if (!(await liveness.claim())) {
       await link.close();
-      throw new ConfigError([`NODE_ID: "${config.nodeId}" is held by a live node (node ids must be unique among live nodes)`]);
+      throw new ConfigError([
+        `NODE_ID: "${config.nodeId}" is held by a live node (node ids must be unique among live nodes)`,
+      ]);
     }
     await warnUnlessNoEviction(link, logger);
   } else {
     logger.warn({ msg: 'redis not reachable at start: running with Redis down, retrying' });
   }
   liveness.start();
-  logger.log({ msg: 'cluster mode', node_id: config.nodeId, prefix: config.redisPrefix, redis: link.isUp ? 'up' : 'down' });
+  logger.log({
+    msg: 'cluster mode',
+    node_id: config.nodeId,
+    prefix: config.redisPrefix,
+    redis: link.isUp ? 'up' : 'down',
+  });
   return new ClusterContext(link, names, config.nodeId, liveness);
 }
 
@@ -72,7 +79,10 @@ async function warnUnlessNoEviction(link: RedisLink, logger: Logger): Promise<vo
   try {
     const reply = (await link.command.config('GET', 'maxmemory-policy')) as string[];
     if (reply[1] !== undefined && reply[1] !== 'noeviction') {
-      logger.warn({ msg: 'redis maxmemory-policy is not noeviction: lattice and presence keys may be evicted', policy: reply[1] });
+      logger.warn({
+        msg: 'redis maxmemory-policy is not noeviction: lattice and presence keys may be evicted',
+        policy: reply[1],
+      });
     }
   } catch {
     logger.debug({ msg: 'redis CONFIG GET refused: maxmemory-policy not checked' });

@@ -58,7 +58,10 @@ export class NodeLiveness {
     if (this.timer !== null) clearInterval(this.timer);
     this.timer = null;
     if (!this.link.isUp) return;
-    await Promise.all([this.link.command.del(this.names.alive(this.nodeId)), this.link.command.srem(this.names.nodes, this.nodeId)]).catch(() => undefined);
+    await Promise.all([
+      this.link.command.del(this.names.alive(this.nodeId)),
+      this.link.command.srem(this.names.nodes, this.nodeId),
+    ]).catch(() => undefined);
   }
 
   /**
@@ -67,7 +70,10 @@ export class NodeLiveness {
    */
   private async register(): Promise<boolean> {
     const redis = this.link.command;
-    const previous = await this.link.timed('set', redis.set(this.names.alive(this.nodeId), this.token, 'PX', ALIVE_TTL_MS, 'GET'));
+    const previous = await this.link.timed(
+      'set',
+      redis.set(this.names.alive(this.nodeId), this.token, 'PX', ALIVE_TTL_MS, 'GET'),
+    );
     await redis.sadd(this.names.nodes, this.nodeId);
     return previous === this.token;
   }
@@ -79,7 +85,7 @@ export class NodeLiveness {
       if (!(await this.register())) {
         // Our key was gone while the link stayed up: Redis lost data, or this node was stopped
         // (SIGSTOP, a long pause) past the timeout and reaped. Re-assert everything, as after a reconnect.
-        this.logger.warn({ msg: 'liveness key was lost: re-asserting this node\'s state' });
+        this.logger.warn({ msg: "liveness key was lost: re-asserting this node's state" });
         this.link.resyncNow();
       }
       const redis = this.link.command;

@@ -53,7 +53,10 @@ export class PrimaryWatch {
   ) {
     if (target.kind !== 'sentinel') return;
     command.on('ready', () => this.onCommandReady());
-    command.on('sentinelError', (err: Error) => (this.lastSentinelProblem = sentinelProblem(err.message, target.options.name)));
+    command.on(
+      'sentinelError',
+      (err: Error) => (this.lastSentinelProblem = sentinelProblem(err.message, target.options.name)),
+    );
     command.on('error', (err: Error) => this.onError(err));
   }
 
@@ -66,7 +69,12 @@ export class PrimaryWatch {
       if (role === null) return; // the connection dropped: the link's own reconnection follows
       const verdict = primaryVerdict(role, addressOf(this.command), addressOf(this.subscriber));
       if (verdict === 'ok' || verdict === 'unknown') return;
-      this.logger.warn({ msg: 'redis link not on the primary: reconnecting', verdict, command_at: addressOf(this.command), subscriber_at: addressOf(this.subscriber) });
+      this.logger.warn({
+        msg: 'redis link not on the primary: reconnecting',
+        verdict,
+        command_at: addressOf(this.command),
+        subscriber_at: addressOf(this.subscriber),
+      });
       this.command.disconnect(true);
       // Apart, either could be the stale one: both ask the sentinels again.
       if (verdict === 'links-apart') this.subscriber.disconnect(true);
@@ -89,10 +97,15 @@ export class PrimaryWatch {
 
   /** ioredis reports each failed round over the sentinels as one error; the first of an outage is worth a warning. */
   private onError(err: Error): void {
-    if (this.hasWarned || !err.message.startsWith('All sentinels are unreachable') || this.target.kind !== 'sentinel') return;
+    if (this.hasWarned || !err.message.startsWith('All sentinels are unreachable') || this.target.kind !== 'sentinel')
+      return;
     this.hasWarned = true;
     const reason = this.lastSentinelProblem ?? err.message;
-    this.logger.warn({ msg: 'redis sentinels give no primary: running with Redis down, retrying', master_name: this.target.options.name, reason });
+    this.logger.warn({
+      msg: 'redis sentinels give no primary: running with Redis down, retrying',
+      master_name: this.target.options.name,
+      reason,
+    });
   }
 }
 
@@ -105,7 +118,9 @@ function sentinelProblem(message: string, masterName: string): string {
 /** `ip:port` of the node a ready connection talks to; null while it is not ready. */
 function addressOf(client: Redis): string | null {
   const stream = client.stream as { remoteAddress?: string; remotePort?: number } | undefined;
-  return client.status !== 'ready' || stream?.remoteAddress === undefined ? null : `${stream.remoteAddress}:${stream.remotePort}`;
+  return client.status !== 'ready' || stream?.remoteAddress === undefined
+    ? null
+    : `${stream.remoteAddress}:${stream.remotePort}`;
 }
 
 /** The answer, {@link ROLE_SILENT} when none came within `ms`, null when the command failed. */

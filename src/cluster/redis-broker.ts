@@ -2,7 +2,17 @@ import { Logger } from '@nestjs/common';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { nodeOfConnectionId } from '../protocol/connection-id';
 import { Broker, ChannelListener, CommandHandler, ConnectionLocator, DataCodec } from './broker';
-import { ChannelKind, ClusterNames, CommandEnvelope, decodeChannelMessage, decodeNodeMessage, encodeAcks, encodeChannelMessage, encodeCommands, originHead } from './channels';
+import {
+  ChannelKind,
+  ClusterNames,
+  CommandEnvelope,
+  decodeChannelMessage,
+  decodeNodeMessage,
+  encodeAcks,
+  encodeChannelMessage,
+  encodeCommands,
+  originHead,
+} from './channels';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { SessionMovedError } from './session-moved.error';
 import { RedisLink } from './redis-link';
@@ -82,7 +92,10 @@ export class RedisBroker extends Broker {
     const out = (kind: string) => metrics.brokerMessages.labels('out', kind);
     const into = (kind: string) => metrics.brokerMessages.labels('in', kind);
     this.counters = {
-      commandOut: out('command'), commandIn: into('command'), ackOut: out('ack'), ackIn: into('ack'),
+      commandOut: out('command'),
+      commandIn: into('command'),
+      ackOut: out('ack'),
+      ackIn: into('ack'),
       channelOut: { t: out('topic'), l: out('lattice'), u: out('user') },
       channelIn: { t: into('topic'), l: into('lattice'), u: into('user') },
       dropped: metrics.brokerMessagesDropped,
@@ -98,7 +111,10 @@ export class RedisBroker extends Broker {
   }
 
   handle<T>(kind: string, handler: CommandHandler<T>, codec?: DataCodec<T>): void {
-    this.handlers.set(kind, { handler: handler as CommandHandler<unknown>, codec: codec as DataCodec<unknown> | undefined });
+    this.handlers.set(kind, {
+      handler: handler as CommandHandler<unknown>,
+      codec: codec as DataCodec<unknown> | undefined,
+    });
   }
 
   override locate(locator: ConnectionLocator): void {
@@ -116,7 +132,10 @@ export class RedisBroker extends Broker {
   async toEveryNode<T>(kind: string, target: string, data: T): Promise<void> {
     this.assertUp();
     // This node is one of the receivers and skips its own message: it applies the command here instead.
-    await Promise.all([this.enqueue(this.names.everyNode, null, kind, target, data), this.applyLocal(kind, target, data)]);
+    await Promise.all([
+      this.enqueue(this.names.everyNode, null, kind, target, data),
+      this.applyLocal(kind, target, data),
+    ]);
   }
 
   toNode<T>(kind: string, nodeId: string, target: string, data: T): Promise<void> {
@@ -217,7 +236,8 @@ export class RedisBroker extends Broker {
   }
 
   private assertUp(): void {
-    if (!this.link.isUp) throw new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry');
+    if (!this.link.isUp)
+      throw new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry');
   }
 
   /** Queue a command for `channel`; the first of a tick schedules the flush. Resolves on its acks. */
@@ -240,9 +260,15 @@ export class RedisBroker extends Broker {
     const ids = commands.map((command) => command[3]);
     let receivers: number;
     try {
-      receivers = await this.link.timed('publish', this.link.command.publish(channel, encodeCommands(this.nodeId, commands)));
+      receivers = await this.link.timed(
+        'publish',
+        this.link.command.publish(channel, encodeCommands(this.nodeId, commands)),
+      );
     } catch {
-      return this.finish(ids, new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry'));
+      return this.finish(
+        ids,
+        new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry'),
+      );
     }
     this.counters.commandOut.inc();
     // The every-node channel counts this node too, which skips its own message.
@@ -267,7 +293,13 @@ export class RedisBroker extends Broker {
     const timer = setTimeout(() => {
       this.ackTimers.delete(timer);
       const who = owner === null ? 'every node' : `node ${owner}`;
-      this.finish(ids, new ClusterUnavailableError('owner_unreachable', `${who} did not acknowledge within ${OWNER_ACK_TIMEOUT_MS} ms; retry`));
+      this.finish(
+        ids,
+        new ClusterUnavailableError(
+          'owner_unreachable',
+          `${who} did not acknowledge within ${OWNER_ACK_TIMEOUT_MS} ms; retry`,
+        ),
+      );
     }, OWNER_ACK_TIMEOUT_MS);
     timer.unref();
     this.ackTimers.add(timer);
@@ -275,8 +307,13 @@ export class RedisBroker extends Broker {
 
   /** Nobody listens on the owner's channel: gone (null: resolved as an unknown connection), or alive but cut off. */
   private async goneOrCutOff(owner: string): Promise<Error | null> {
-    const isAlive = await this.link.command.exists(this.names.alive(owner)).then((n) => n === 1, () => true);
-    return isAlive ? new ClusterUnavailableError('owner_unreachable', `node ${owner} owning the connection is not reachable; retry`) : null;
+    const isAlive = await this.link.command.exists(this.names.alive(owner)).then(
+      (n) => n === 1,
+      () => true,
+    );
+    return isAlive
+      ? new ClusterUnavailableError('owner_unreachable', `node ${owner} owning the connection is not reachable; retry`)
+      : null;
   }
 
   /** Settle the still-pending requests among `ids`: resolved, or rejected with `error`. */
@@ -291,7 +328,8 @@ export class RedisBroker extends Broker {
   }
 
   private onMessage(channel: string, message: Buffer): void {
-    if (channel === this.ownChannel || channel === this.names.everyNode) return this.onNodeMessage(message, channel === this.names.everyNode);
+    if (channel === this.ownChannel || channel === this.names.everyNode)
+      return this.onNodeMessage(message, channel === this.names.everyNode);
     const held = this.joined.get(channel);
     if (held === undefined) return;
     const decoded = decodeChannelMessage(message);
@@ -311,7 +349,11 @@ export class RedisBroker extends Broker {
 
   private onAcks(from: string, ids: readonly number[], failed: readonly number[]): void {
     this.counters.ackIn.inc();
-    if (failed.length > 0) this.finish(failed, new ClusterUnavailableError('cluster_unavailable', `node ${from} could not apply the command; retry`));
+    if (failed.length > 0)
+      this.finish(
+        failed,
+        new ClusterUnavailableError('cluster_unavailable', `node ${from} could not apply the command; retry`),
+      );
     for (const id of ids) {
       const request = this.pending.get(id);
       if (request === undefined) continue;
@@ -328,7 +370,9 @@ export class RedisBroker extends Broker {
    * e.g. a session taken over, published by a script).
    */
   private async runRemote(from: string, commands: readonly CommandEnvelope[], isToOwner: boolean): Promise<void> {
-    const outcomes = await Promise.all(commands.map(([kind, target, json, id]) => this.runOne(from, kind, target, json, isToOwner && id !== 0)));
+    const outcomes = await Promise.all(
+      commands.map(([kind, target, json, id]) => this.runOne(from, kind, target, json, isToOwner && id !== 0)),
+    );
     const ids = commands.map((command) => command[3]).filter((id) => id !== 0);
     if (ids.length === 0) return;
     const failed = commands.filter((command, i) => command[3] !== 0 && !outcomes[i]).map((command) => command[3]);
@@ -337,13 +381,21 @@ export class RedisBroker extends Broker {
   }
 
   /** Runs one remote command; false when it failed (logged). */
-  private async runOne(from: string, kind: string, target: string, json: unknown, isToOwner: boolean): Promise<boolean> {
+  private async runOne(
+    from: string,
+    kind: string,
+    target: string,
+    json: unknown,
+    isToOwner: boolean,
+  ): Promise<boolean> {
     const registered = this.handlers.get(kind);
     try {
       if (registered === undefined) throw new Error(`no handler for ${kind}`);
       const data = registered.codec === undefined ? json : registered.codec.decode(json);
       // A command for a connection: it may have moved on to another node since (SPEC §12.5).
-      await (isToOwner && this.locator !== null ? this.applyHeld(kind, target, data) : registered.handler(target, data));
+      await (isToOwner && this.locator !== null
+        ? this.applyHeld(kind, target, data)
+        : registered.handler(target, data));
       return true;
     } catch (err) {
       this.logger.warn({ msg: 'remote command failed', kind, from, error: (err as Error).message });

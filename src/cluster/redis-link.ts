@@ -76,7 +76,10 @@ export class RedisLink {
     this.command = createRedisClient(target, options);
     this.subscriber = createRedisClient(target, options);
     this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);
-    for (const [role, client] of [['command', this.command], ['subscriber', this.subscriber]] as const) {
+    for (const [role, client] of [
+      ['command', this.command],
+      ['subscriber', this.subscriber],
+    ] as const) {
       client.on('ready', () => this.onReady());
       client.on('close', () => this.onDown(role));
       client.on('reconnecting', () => metrics.redisReconnects.inc());
@@ -130,7 +133,10 @@ export class RedisLink {
     if (this.rollbackSeenOn === this.instanceNow) return;
     this.rollbackSeenOn = this.instanceNow;
     this.metrics.redisRollbacks.inc();
-    this.logger.warn({ msg: 'redis came back with less than it acknowledged (rolled back): new epochs, lattices merged back', evidence });
+    this.logger.warn({
+      msg: 'redis came back with less than it acknowledged (rolled back): new epochs, lattices merged back',
+      evidence,
+    });
   }
 
   /** When the link last went down (epoch ms), or null: features tell what Redis could not see meanwhile. */
@@ -249,9 +255,15 @@ export class RedisLink {
    * A Lua script as a function (EVALSHA, loading it on first use): the few
    * atomic multi-key steps of cluster mode. Timed under the script's name.
    */
-  script(name: string, keyCount: number, lua: string): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
+  script(
+    name: string,
+    keyCount: number,
+    lua: string,
+  ): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
     this.command.defineCommand(name, { numberOfKeys: keyCount, lua });
-    const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(this.command);
+    const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
+      this.command,
+    );
     return (keys, args) => this.timed(name, run(...keys, ...args));
   }
 
@@ -267,7 +279,11 @@ export class RedisLink {
 
   private async awaitReplicas(replicas: number, timeoutMs: number): Promise<void> {
     const confirmed = await this.timed('wait', this.command.wait(replicas, timeoutMs)).catch(() => -1);
-    if (confirmed < replicas) throw new ClusterUnavailableError('cluster_unavailable', `the write was not confirmed by ${replicas} Redis replica(s) within ${timeoutMs} ms; retry`);
+    if (confirmed < replicas)
+      throw new ClusterUnavailableError(
+        'cluster_unavailable',
+        `the write was not confirmed by ${replicas} Redis replica(s) within ${timeoutMs} ms; retry`,
+      );
   }
 
   /** Time a command's round trip into gateway_redis_command_duration_seconds. */

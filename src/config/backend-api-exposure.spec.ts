@@ -23,8 +23,14 @@ describe(isLoopbackHost.name, () => {
 
 describe(backendApiExposure.name, () => {
   it('is safe on loopback or with a token', () => {
-    expect(backendApiExposure({ host: '127.0.0.1', hasToken: false, isInsecureAccepted: false })).toEqual({ problem: null, warning: null });
-    expect(backendApiExposure({ host: '0.0.0.0', hasToken: true, isInsecureAccepted: false })).toEqual({ problem: null, warning: null });
+    expect(backendApiExposure({ host: '127.0.0.1', hasToken: false, isInsecureAccepted: false })).toEqual({
+      problem: null,
+      warning: null,
+    });
+    expect(backendApiExposure({ host: '0.0.0.0', hasToken: true, isInsecureAccepted: false })).toEqual({
+      problem: null,
+      warning: null,
+    });
   });
 });
 
@@ -53,17 +59,27 @@ describe('the loader and an exposed backend API (issue 20)', () => {
   });
 
   it('starts with BACKEND_API_TOKEN, with no warning', () => {
-    const { config, warnings } = loadConfigWithWarnings({ ...BASE, BACKEND_API_HOST: '0.0.0.0', BACKEND_API_TOKEN: 'secret' });
+    const { config, warnings } = loadConfigWithWarnings({
+      ...BASE,
+      BACKEND_API_HOST: '0.0.0.0',
+      BACKEND_API_TOKEN: 'secret',
+    });
     expect(config.backendApiToken).toBe('secret');
     expect(warnings).toEqual([]);
   });
 
   it('starts with BACKEND_API_INSECURE=true, with a warning', () => {
     const { warnings } = loadConfigWithWarnings({ ...BASE, BACKEND_API_HOST: '::', BACKEND_API_INSECURE: 'true' });
-    expect(warnings).toEqual([expect.stringMatching(/^BACKEND_API_INSECURE: the backend API \(\/v1\) listens on "::" without BACKEND_API_TOKEN/)]);
+    expect(warnings).toEqual([
+      expect.stringMatching(
+        /^BACKEND_API_INSECURE: the backend API \(\/v1\) listens on "::" without BACKEND_API_TOKEN/,
+      ),
+    ]);
   });
 
   it('checks BACKEND_API_INSECURE is a boolean', () => {
-    expect(problemsOf({ ...BASE, BACKEND_API_INSECURE: 'sure' })).toEqual(['BACKEND_API_INSECURE: "sure" is not a boolean (allowed: true, false, 1, 0, yes, no)']);
+    expect(problemsOf({ ...BASE, BACKEND_API_INSECURE: 'sure' })).toEqual([
+      'BACKEND_API_INSECURE: "sure" is not a boolean (allowed: true, false, 1, 0, yes, no)',
+    ]);
   });
 });

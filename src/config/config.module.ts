@@ -12,7 +12,9 @@ export class GatewayConfigModule {
   static forRoot(config: GatewayConfig): DynamicModule {
     return {
       module: GatewayConfigModule,
-      imports: [ConfigModule.forRoot({ ignoreEnvFile: true, skipProcessEnv: true, load: [() => ({ gateway: config })] })],
+      imports: [
+        ConfigModule.forRoot({ ignoreEnvFile: true, skipProcessEnv: true, load: [() => ({ gateway: config })] }),
+      ],
       providers: [{ provide: GatewayConfig, useValue: config }],
       exports: [GatewayConfig],
     };

@@ -66,5 +66,4 @@ describe(parseDurationMs.name, () => {
   ])('rejects %s', (_case, text) => {
     expect(parseDurationMs(text)).toBeNull();
   });
-
 });

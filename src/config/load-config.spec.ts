@@ -37,45 +37,358 @@ interface EnvRow {
 
 /** SPEC §1, one row per variable (UPSTREAM_URL and GATEWAY_CONFIG also have their own tests below). */
 const ENV_ROWS: EnvRow[] = [
-  { key: 'UPSTREAM_URL', read: (c) => destination(c).url, byDefault: 'http://upstream.test:8000', valid: 'https://api.test/v1/', parsed: 'https://api.test/v1', invalid: 'ftp://api.test', message: 'UPSTREAM_URL: "ftp://api.test" is not an http or https URL' },
-  { key: 'WS_PATH', read: (c) => c.handlers[0].path, byDefault: '/', valid: '/ws', parsed: '/ws', invalid: 'ws', message: 'WS_PATH: must start with "/"' },
-  { key: 'UPSTREAM_TIMEOUT', read: (c) => destination(c).timeoutMs, byDefault: 30_000, valid: '90 minutes', parsed: 5_400_000, invalid: '3 parsecs', message: 'UPSTREAM_TIMEOUT: "3 parsecs" is not a duration (examples: "30s", "2m")' },
-  { key: 'UPSTREAM_MAX_SOCKETS', read: (c) => destination(c).maxSockets, byDefault: 100, valid: '8', parsed: 8, invalid: '0', message: 'UPSTREAM_MAX_SOCKETS: "0" is not a whole number >= 1' },
-  { key: 'UPSTREAM_QUEUE_LIMIT', read: (c) => destination(c).queueLimit, byDefault: 100_000, valid: '0', parsed: 0, invalid: '-1', message: 'UPSTREAM_QUEUE_LIMIT: "-1" is not a whole number >= 0' },
-  { key: 'REQUEST_ID_HEADER', read: (c) => destination(c).requestIdHeader, byDefault: null, valid: 'X-Request-Id', parsed: 'X-Request-Id', invalid: 'X Request', message: 'REQUEST_ID_HEADER: "X Request" is not a valid HTTP header name' },
-  { key: 'MAX_CONNECTIONS', read: (c) => c.limits.maxConnections, byDefault: 100_000, valid: '10', parsed: 10, invalid: '1.5', message: 'MAX_CONNECTIONS: "1.5" is not a whole number >= 1' },
-  { key: 'MAX_FRAME_BYTES', read: (c) => c.limits.maxFrameBytes, byDefault: 1_048_576, valid: '512KiB', parsed: 524_288, invalid: '1.5MiB', message: 'MAX_FRAME_BYTES: "1.5MiB" is not a byte size (examples: "1048576", "512KiB", "10MiB")' },
-  { key: 'MAX_PAYLOAD_BYTES', read: (c) => c.limits.maxPayloadBytes, byDefault: 10_485_760, valid: '10MB', parsed: 10_000_000, invalid: '0', message: 'MAX_PAYLOAD_BYTES: "0" must be at least 1 byte' },
-  { key: 'CLIENT_MAX_PENDING_CALLS', read: (c) => c.limits.clientMaxPendingCalls, byDefault: 100, valid: '5', parsed: 5, invalid: '0', message: 'CLIENT_MAX_PENDING_CALLS: "0" is not a whole number >= 1' },
-  { key: 'BATCH_MAX_COMMANDS', read: (c) => c.limits.batchMaxCommands, byDefault: 1000, valid: '100', parsed: 100, invalid: '0', message: 'BATCH_MAX_COMMANDS: "0" is not a whole number >= 1' },
-  { key: 'CLIENT_QUEUE_MAX_BYTES', read: (c) => c.limits.clientQueueMaxBytes, byDefault: 4_194_304, valid: '1048576', parsed: 1_048_576, invalid: '4 MiBs', message: 'CLIENT_QUEUE_MAX_BYTES: "4 MiBs" is not a byte size (examples: "1048576", "512KiB", "10MiB")' },
-  { key: 'NEW_CONNECTION_IDLE_TIMEOUT', read: (c) => c.sessions.newConnectionIdleTimeoutMs, byDefault: 60_000, valid: '200ms', parsed: 200, invalid: '-1s', message: 'NEW_CONNECTION_IDLE_TIMEOUT: "-1s" is not a duration (examples: "30s", "2m")' },
-  { key: 'CLIENT_MIN_IDLE_TIMEOUT', read: (c) => c.sessions.clientMinIdleTimeoutMs, byDefault: 1_000, valid: '500ms', parsed: 500, invalid: '0s', message: 'CLIENT_MIN_IDLE_TIMEOUT: "0s" must be longer than 0' },
-  { key: 'CLIENT_MAX_IDLE_TIMEOUT', read: (c) => c.sessions.clientMaxIdleTimeoutMs, byDefault: 7_200_000, valid: '3h', parsed: 10_800_000, invalid: '30d', message: 'CLIENT_MAX_IDLE_TIMEOUT: "30d" is too long (at most 24d)' },
-  { key: 'SESSION_INACTIVE_NOTIFY', read: (c) => c.sessions.shouldNotifyInactive, byDefault: true, valid: 'no', parsed: false, invalid: 'maybe', message: 'SESSION_INACTIVE_NOTIFY: "maybe" is not a boolean (allowed: true, false, 1, 0, yes, no)' },
-  { key: 'ALLOWED_ORIGINS', read: (c) => c.allowedOrigins, byDefault: null, valid: ' https://a.test, ,http://b.test:8080 ', parsed: new Set(['https://a.test', 'http://b.test:8080']), invalid: 'https://a.test/', message: 'ALLOWED_ORIGINS: "https://a.test/" is not an origin (form: "https://host[:port]", no path or trailing slash; or "*" for any)' },
-  { key: 'PING_INTERVAL', read: (c) => c.pingIntervalMs, byDefault: 10_000, valid: '2m', parsed: 120_000, invalid: '10', message: 'PING_INTERVAL: "10" is not a duration (examples: "30s", "2m")' },
-  { key: 'SHUTDOWN_GRACE', read: (c) => c.shutdownGraceMs, byDefault: 10_000, valid: '0s', parsed: 0, invalid: 'soon', message: 'SHUTDOWN_GRACE: "soon" is not a duration (examples: "30s", "2m")' },
-  { key: 'REDIS_URL', read: (c) => c.redisUrl, byDefault: null, valid: 'rediss://cache.test:6380', parsed: 'rediss://cache.test:6380', invalid: 'http://user:hunter2@cache.test', message: 'REDIS_URL: the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://' },
-  { key: 'REDIS_PREFIX', read: (c) => c.redisPrefix, byDefault: 'gateway:', valid: 'acme:chat.1-', parsed: 'acme:chat.1-', invalid: 'a{b}', message: 'REDIS_PREFIX: "a{b}" is not a Redis prefix (1 to 64 of A-Z, a-z, 0-9, ":", "_", ".", "-")' },
-  { key: 'LATTICE_RETENTION', read: (c) => c.latticeRetentionMs, byDefault: 86_400_000, valid: '90 minutes', parsed: 5_400_000, invalid: 'forever', message: 'LATTICE_RETENTION: "forever" is not a duration (examples: "30s", "2m")' },
-  { key: 'RESUME_WINDOW', read: (c) => c.resume.windowMs, byDefault: 30_000, valid: '0', parsed: 0, invalid: 'a while', message: 'RESUME_WINDOW: "a while" is not a duration (examples: "30s", "2m")' },
-  { key: 'TOPIC_HISTORY_SIZE', read: (c) => c.resume.historySize, byDefault: 100, valid: '0', parsed: 0, invalid: '-5', message: 'TOPIC_HISTORY_SIZE: "-5" is not a whole number >= 0' },
-  { key: 'TOPIC_HISTORY_MAX_BYTES', read: (c) => c.resume.topicHistoryMaxBytes, byDefault: 1_048_576, valid: '64KiB', parsed: 65_536, invalid: '0', message: 'TOPIC_HISTORY_MAX_BYTES: "0" must be at least 1 byte' },
-  { key: 'HISTORY_MEMORY_MAX_BYTES', read: (c) => c.resume.historyMemoryMaxBytes, byDefault: 268_435_456, valid: '1GiB', parsed: 1_073_741_824, invalid: 'lots', message: 'HISTORY_MEMORY_MAX_BYTES: "lots" is not a byte size (examples: "1048576", "512KiB", "10MiB")' },
-  { key: 'RESUME_MAX_DETACHED_PER_USER', read: (c) => c.resume.maxDetachedPerUser, byDefault: 16, valid: '1', parsed: 1, invalid: '0', message: 'RESUME_MAX_DETACHED_PER_USER: "0" is not a whole number >= 1' },
-  { key: 'TOPIC_HISTORY_TTL', read: (c) => c.resume.historyTtlMs, byDefault: 120_000, valid: '10m', parsed: 600_000, invalid: 'later', message: 'TOPIC_HISTORY_TTL: "later" is not a duration (examples: "30s", "2m")' },
-  { key: 'NODE_ID', read: (c) => c.nodeId, byDefault: expect.stringMatching(/^[A-Za-z0-9]{12}$/), valid: 'node_01', parsed: 'node_01', invalid: 'ab', message: 'NODE_ID: "ab" is not a node id (4 to 32 of A-Z, a-z, 0-9, _)' },
-  { key: 'LOG_LEVEL', read: (c) => c.log.level, byDefault: 'info', valid: 'DEBUG', parsed: 'debug', invalid: 'verbose', message: 'LOG_LEVEL: "verbose" is not allowed (allowed: error, warn, info, debug)' },
-  { key: 'LOG_FORMAT', read: (c) => c.log.format, byDefault: 'json', valid: 'pretty', parsed: 'pretty', invalid: 'text', message: 'LOG_FORMAT: "text" is not allowed (allowed: json, pretty)' },
-  { key: 'HOST', read: (c) => c.listeners.public.host, byDefault: '0.0.0.0', valid: '::', parsed: '::', invalid: 'bad host', message: 'HOST: "bad host" is not a host name or IP address' },
-  { key: 'PORT', read: (c) => c.listeners.public.port, byDefault: 8080, valid: '0', parsed: 0, invalid: '65536', message: 'PORT: "65536" is not a port (0-65535)' },
-  { key: 'BACKEND_API_HOST', read: (c) => c.listeners.internal.host, byDefault: '127.0.0.1', valid: 'localhost', parsed: 'localhost', invalid: 'a_b', message: 'BACKEND_API_HOST: "a_b" is not a host name or IP address' },
-  { key: 'BACKEND_API_PORT', read: (c) => c.listeners.internal.port, byDefault: 8081, valid: '9000', parsed: 9000, invalid: 'http', message: 'BACKEND_API_PORT: "http" is not a port (0-65535)' },
-  { key: 'HTTP_HEADERS_TIMEOUT', read: (c) => c.listeners.timeouts.headersMs, byDefault: 10_000, valid: '2s', parsed: 2_000, invalid: '0s', message: 'HTTP_HEADERS_TIMEOUT: "0s" must be longer than 0' },
-  { key: 'HTTP_REQUEST_TIMEOUT', read: (c) => c.listeners.timeouts.requestMs, byDefault: 30_000, valid: '1m', parsed: 60_000, invalid: 'forever', message: 'HTTP_REQUEST_TIMEOUT: "forever" is not a duration (examples: "30s", "2m")' },
-  { key: 'HTTP_KEEP_ALIVE_TIMEOUT', read: (c) => c.listeners.timeouts.keepAliveMs, byDefault: 5_000, valid: '500ms', parsed: 500, invalid: '5', message: 'HTTP_KEEP_ALIVE_TIMEOUT: "5" is not a duration (examples: "30s", "2m")' },
-  { key: 'BACKEND_API_TOKEN', read: (c) => c.backendApiToken, byDefault: null, valid: 's3cret-token', parsed: 's3cret-token', invalid: 'has space', message: 'BACKEND_API_TOKEN: <redacted> must be printable ASCII without spaces' },
+  {
+    key: 'UPSTREAM_URL',
+    read: (c) => destination(c).url,
+    byDefault: 'http://upstream.test:8000',
+    valid: 'https://api.test/v1/',
+    parsed: 'https://api.test/v1',
+    invalid: 'ftp://api.test',
+    message: 'UPSTREAM_URL: "ftp://api.test" is not an http or https URL',
+  },
+  {
+    key: 'WS_PATH',
+    read: (c) => c.handlers[0].path,
+    byDefault: '/',
+    valid: '/ws',
+    parsed: '/ws',
+    invalid: 'ws',
+    message: 'WS_PATH: must start with "/"',
+  },
+  {
+    key: 'UPSTREAM_TIMEOUT',
+    read: (c) => destination(c).timeoutMs,
+    byDefault: 30_000,
+    valid: '90 minutes',
+    parsed: 5_400_000,
+    invalid: '3 parsecs',
+    message: 'UPSTREAM_TIMEOUT: "3 parsecs" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'UPSTREAM_MAX_SOCKETS',
+    read: (c) => destination(c).maxSockets,
+    byDefault: 100,
+    valid: '8',
+    parsed: 8,
+    invalid: '0',
+    message: 'UPSTREAM_MAX_SOCKETS: "0" is not a whole number >= 1',
+  },
+  {
+    key: 'UPSTREAM_QUEUE_LIMIT',
+    read: (c) => destination(c).queueLimit,
+    byDefault: 100_000,
+    valid: '0',
+    parsed: 0,
+    invalid: '-1',
+    message: 'UPSTREAM_QUEUE_LIMIT: "-1" is not a whole number >= 0',
+  },
+  {
+    key: 'REQUEST_ID_HEADER',
+    read: (c) => destination(c).requestIdHeader,
+    byDefault: null,
+    valid: 'X-Request-Id',
+    parsed: 'X-Request-Id',
+    invalid: 'X Request',
+    message: 'REQUEST_ID_HEADER: "X Request" is not a valid HTTP header name',
+  },
+  {
+    key: 'MAX_CONNECTIONS',
+    read: (c) => c.limits.maxConnections,
+    byDefault: 100_000,
+    valid: '10',
+    parsed: 10,
+    invalid: '1.5',
+    message: 'MAX_CONNECTIONS: "1.5" is not a whole number >= 1',
+  },
+  {
+    key: 'MAX_FRAME_BYTES',
+    read: (c) => c.limits.maxFrameBytes,
+    byDefault: 1_048_576,
+    valid: '512KiB',
+    parsed: 524_288,
+    invalid: '1.5MiB',
+    message: 'MAX_FRAME_BYTES: "1.5MiB" is not a byte size (examples: "1048576", "512KiB", "10MiB")',
+  },
+  {
+    key: 'MAX_PAYLOAD_BYTES',
+    read: (c) => c.limits.maxPayloadBytes,
+    byDefault: 10_485_760,
+    valid: '10MB',
+    parsed: 10_000_000,
+    invalid: '0',
+    message: 'MAX_PAYLOAD_BYTES: "0" must be at least 1 byte',
+  },
+  {
+    key: 'CLIENT_MAX_PENDING_CALLS',
+    read: (c) => c.limits.clientMaxPendingCalls,
+    byDefault: 100,
+    valid: '5',
+    parsed: 5,
+    invalid: '0',
+    message: 'CLIENT_MAX_PENDING_CALLS: "0" is not a whole number >= 1',
+  },
+  {
+    key: 'BATCH_MAX_COMMANDS',
+    read: (c) => c.limits.batchMaxCommands,
+    byDefault: 1000,
+    valid: '100',
+    parsed: 100,
+    invalid: '0',
+    message: 'BATCH_MAX_COMMANDS: "0" is not a whole number >= 1',
+  },
+  {
+    key: 'CLIENT_QUEUE_MAX_BYTES',
+    read: (c) => c.limits.clientQueueMaxBytes,
+    byDefault: 4_194_304,
+    valid: '1048576',
+    parsed: 1_048_576,
+    invalid: '4 MiBs',
+    message: 'CLIENT_QUEUE_MAX_BYTES: "4 MiBs" is not a byte size (examples: "1048576", "512KiB", "10MiB")',
+  },
+  {
+    key: 'NEW_CONNECTION_IDLE_TIMEOUT',
+    read: (c) => c.sessions.newConnectionIdleTimeoutMs,
+    byDefault: 60_000,
+    valid: '200ms',
+    parsed: 200,
+    invalid: '-1s',
+    message: 'NEW_CONNECTION_IDLE_TIMEOUT: "-1s" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'CLIENT_MIN_IDLE_TIMEOUT',
+    read: (c) => c.sessions.clientMinIdleTimeoutMs,
+    byDefault: 1_000,
+    valid: '500ms',
+    parsed: 500,
+    invalid: '0s',
+    message: 'CLIENT_MIN_IDLE_TIMEOUT: "0s" must be longer than 0',
+  },
+  {
+    key: 'CLIENT_MAX_IDLE_TIMEOUT',
+    read: (c) => c.sessions.clientMaxIdleTimeoutMs,
+    byDefault: 7_200_000,
+    valid: '3h',
+    parsed: 10_800_000,
+    invalid: '30d',
+    message: 'CLIENT_MAX_IDLE_TIMEOUT: "30d" is too long (at most 24d)',
+  },
+  {
+    key: 'SESSION_INACTIVE_NOTIFY',
+    read: (c) => c.sessions.shouldNotifyInactive,
+    byDefault: true,
+    valid: 'no',
+    parsed: false,
+    invalid: 'maybe',
+    message: 'SESSION_INACTIVE_NOTIFY: "maybe" is not a boolean (allowed: true, false, 1, 0, yes, no)',
+  },
+  {
+    key: 'ALLOWED_ORIGINS',
+    read: (c) => c.allowedOrigins,
+    byDefault: null,
+    valid: ' https://a.test, ,http://b.test:8080 ',
+    parsed: new Set(['https://a.test', 'http://b.test:8080']),
+    invalid: 'https://a.test/',
+    message:
+      'ALLOWED_ORIGINS: "https://a.test/" is not an origin (form: "https://host[:port]", no path or trailing slash; or "*" for any)',
+  },
+  {
+    key: 'PING_INTERVAL',
+    read: (c) => c.pingIntervalMs,
+    byDefault: 10_000,
+    valid: '2m',
+    parsed: 120_000,
+    invalid: '10',
+    message: 'PING_INTERVAL: "10" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'SHUTDOWN_GRACE',
+    read: (c) => c.shutdownGraceMs,
+    byDefault: 10_000,
+    valid: '0s',
+    parsed: 0,
+    invalid: 'soon',
+    message: 'SHUTDOWN_GRACE: "soon" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'REDIS_URL',
+    read: (c) => c.redisUrl,
+    byDefault: null,
+    valid: 'rediss://cache.test:6380',
+    parsed: 'rediss://cache.test:6380',
+    invalid: 'http://user:hunter2@cache.test',
+    message: 'REDIS_URL: the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://',
+  },
+  {
+    key: 'REDIS_PREFIX',
+    read: (c) => c.redisPrefix,
+    byDefault: 'gateway:',
+    valid: 'acme:chat.1-',
+    parsed: 'acme:chat.1-',
+    invalid: 'a{b}',
+    message: 'REDIS_PREFIX: "a{b}" is not a Redis prefix (1 to 64 of A-Z, a-z, 0-9, ":", "_", ".", "-")',
+  },
+  {
+    key: 'LATTICE_RETENTION',
+    read: (c) => c.latticeRetentionMs,
+    byDefault: 86_400_000,
+    valid: '90 minutes',
+    parsed: 5_400_000,
+    invalid: 'forever',
+    message: 'LATTICE_RETENTION: "forever" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'RESUME_WINDOW',
+    read: (c) => c.resume.windowMs,
+    byDefault: 30_000,
+    valid: '0',
+    parsed: 0,
+    invalid: 'a while',
+    message: 'RESUME_WINDOW: "a while" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'TOPIC_HISTORY_SIZE',
+    read: (c) => c.resume.historySize,
+    byDefault: 100,
+    valid: '0',
+    parsed: 0,
+    invalid: '-5',
+    message: 'TOPIC_HISTORY_SIZE: "-5" is not a whole number >= 0',
+  },
+  {
+    key: 'TOPIC_HISTORY_MAX_BYTES',
+    read: (c) => c.resume.topicHistoryMaxBytes,
+    byDefault: 1_048_576,
+    valid: '64KiB',
+    parsed: 65_536,
+    invalid: '0',
+    message: 'TOPIC_HISTORY_MAX_BYTES: "0" must be at least 1 byte',
+  },
+  {
+    key: 'HISTORY_MEMORY_MAX_BYTES',
+    read: (c) => c.resume.historyMemoryMaxBytes,
+    byDefault: 268_435_456,
+    valid: '1GiB',
+    parsed: 1_073_741_824,
+    invalid: 'lots',
+    message: 'HISTORY_MEMORY_MAX_BYTES: "lots" is not a byte size (examples: "1048576", "512KiB", "10MiB")',
+  },
+  {
+    key: 'RESUME_MAX_DETACHED_PER_USER',
+    read: (c) => c.resume.maxDetachedPerUser,
+    byDefault: 16,
+    valid: '1',
+    parsed: 1,
+    invalid: '0',
+    message: 'RESUME_MAX_DETACHED_PER_USER: "0" is not a whole number >= 1',
+  },
+  {
+    key: 'TOPIC_HISTORY_TTL',
+    read: (c) => c.resume.historyTtlMs,
+    byDefault: 120_000,
+    valid: '10m',
+    parsed: 600_000,
+    invalid: 'later',
+    message: 'TOPIC_HISTORY_TTL: "later" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'NODE_ID',
+    read: (c) => c.nodeId,
+    byDefault: expect.stringMatching(/^[A-Za-z0-9]{12}$/),
+    valid: 'node_01',
+    parsed: 'node_01',
+    invalid: 'ab',
+    message: 'NODE_ID: "ab" is not a node id (4 to 32 of A-Z, a-z, 0-9, _)',
+  },
+  {
+    key: 'LOG_LEVEL',
+    read: (c) => c.log.level,
+    byDefault: 'info',
+    valid: 'DEBUG',
+    parsed: 'debug',
+    invalid: 'verbose',
+    message: 'LOG_LEVEL: "verbose" is not allowed (allowed: error, warn, info, debug)',
+  },
+  {
+    key: 'LOG_FORMAT',
+    read: (c) => c.log.format,
+    byDefault: 'json',
+    valid: 'pretty',
+    parsed: 'pretty',
+    invalid: 'text',
+    message: 'LOG_FORMAT: "text" is not allowed (allowed: json, pretty)',
+  },
+  {
+    key: 'HOST',
+    read: (c) => c.listeners.public.host,
+    byDefault: '0.0.0.0',
+    valid: '::',
+    parsed: '::',
+    invalid: 'bad host',
+    message: 'HOST: "bad host" is not a host name or IP address',
+  },
+  {
+    key: 'PORT',
+    read: (c) => c.listeners.public.port,
+    byDefault: 8080,
+    valid: '0',
+    parsed: 0,
+    invalid: '65536',
+    message: 'PORT: "65536" is not a port (0-65535)',
+  },
+  {
+    key: 'BACKEND_API_HOST',
+    read: (c) => c.listeners.internal.host,
+    byDefault: '127.0.0.1',
+    valid: 'localhost',
+    parsed: 'localhost',
+    invalid: 'a_b',
+    message: 'BACKEND_API_HOST: "a_b" is not a host name or IP address',
+  },
+  {
+    key: 'BACKEND_API_PORT',
+    read: (c) => c.listeners.internal.port,
+    byDefault: 8081,
+    valid: '9000',
+    parsed: 9000,
+    invalid: 'http',
+    message: 'BACKEND_API_PORT: "http" is not a port (0-65535)',
+  },
+  {
+    key: 'HTTP_HEADERS_TIMEOUT',
+    read: (c) => c.listeners.timeouts.headersMs,
+    byDefault: 10_000,
+    valid: '2s',
+    parsed: 2_000,
+    invalid: '0s',
+    message: 'HTTP_HEADERS_TIMEOUT: "0s" must be longer than 0',
+  },
+  {
+    key: 'HTTP_REQUEST_TIMEOUT',
+    read: (c) => c.listeners.timeouts.requestMs,
+    byDefault: 30_000,
+    valid: '1m',
+    parsed: 60_000,
+    invalid: 'forever',
+    message: 'HTTP_REQUEST_TIMEOUT: "forever" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'HTTP_KEEP_ALIVE_TIMEOUT',
+    read: (c) => c.listeners.timeouts.keepAliveMs,
+    byDefault: 5_000,
+    valid: '500ms',
+    parsed: 500,
+    invalid: '5',
+    message: 'HTTP_KEEP_ALIVE_TIMEOUT: "5" is not a duration (examples: "30s", "2m")',
+  },
+  {
+    key: 'BACKEND_API_TOKEN',
+    read: (c) => c.backendApiToken,
+    byDefault: null,
+    valid: 's3cret-token',
+    parsed: 's3cret-token',
+    invalid: 'has space',
+    message: 'BACKEND_API_TOKEN: <redacted> must be printable ASCII without spaces',
+  },
 ];
 
 describe(loadConfig.name, () => {
@@ -113,7 +426,10 @@ describe(loadConfig.name, () => {
       const sut = loadConfig(BASE);
       const target = { destination: 'default', pathPrefix: '' };
       expect(sut.handlers.map((h) => h.name)).toEqual(['default']);
-      expect([...sut.handlers[0].messageHandlers]).toEqual([['*', target], ['gateway.*', target]]);
+      expect([...sut.handlers[0].messageHandlers]).toEqual([
+        ['*', target],
+        ['gateway.*', target],
+      ]);
     });
 
     it('rejects CLIENT_MAX_IDLE_TIMEOUT below CLIENT_MIN_IDLE_TIMEOUT', () => {
@@ -129,7 +445,9 @@ describe(loadConfig.name, () => {
     });
 
     it('rejects TOPIC_HISTORY_TTL below RESUME_WINDOW (SPEC §12.4)', () => {
-      expect(problemsOf({ ...BASE, RESUME_WINDOW: '5m', TOPIC_HISTORY_TTL: '2m' })).toEqual(['TOPIC_HISTORY_TTL: "2m" is shorter than RESUME_WINDOW ("5m")']);
+      expect(problemsOf({ ...BASE, RESUME_WINDOW: '5m', TOPIC_HISTORY_TTL: '2m' })).toEqual([
+        'TOPIC_HISTORY_TTL: "2m" is shorter than RESUME_WINDOW ("5m")',
+      ]);
     });
 
     it('rejects an ALLOWED_ORIGINS list with no entries', () => {
@@ -181,19 +499,34 @@ describe(loadConfig.name, () => {
 
   describe('durations, sizes and booleans', () => {
     it.each([
-      ['30s', 30_000], ['90 minutes', 5_400_000], ['200ms', 200], ['2h', 7_200_000], ['1h 30m', 5_400_000], ['1.5s', 1_500],
+      ['30s', 30_000],
+      ['90 minutes', 5_400_000],
+      ['200ms', 200],
+      ['2h', 7_200_000],
+      ['1h 30m', 5_400_000],
+      ['1.5s', 1_500],
     ])('reads the duration %j as %d ms', (text, expectedMs) => {
       expect(destination(loadConfig({ ...BASE, UPSTREAM_TIMEOUT: text })).timeoutMs).toBe(expectedMs);
     });
 
-    it.each(['3 parsecs', '-1s', ' ', '1000', '1s garbage', '1s2', 'Infinity', 'forever'])('rejects the duration %j', (text) => {
-      expect(problemsOf({ ...BASE, UPSTREAM_TIMEOUT: text })).toEqual([
-        `UPSTREAM_TIMEOUT: ${JSON.stringify(text)} is not a duration (examples: "30s", "2m")`,
-      ]);
-    });
+    it.each(['3 parsecs', '-1s', ' ', '1000', '1s garbage', '1s2', 'Infinity', 'forever'])(
+      'rejects the duration %j',
+      (text) => {
+        expect(problemsOf({ ...BASE, UPSTREAM_TIMEOUT: text })).toEqual([
+          `UPSTREAM_TIMEOUT: ${JSON.stringify(text)} is not a duration (examples: "30s", "2m")`,
+        ]);
+      },
+    );
 
     it.each([
-      ['1MiB', 1_048_576], ['10MiB', 10_485_760], ['4MiB', 4_194_304], ['512KiB', 524_288], ['1048576', 1_048_576], ['10MB', 10_000_000], ['2kb', 2_000], ['1GiB', 1_073_741_824],
+      ['1MiB', 1_048_576],
+      ['10MiB', 10_485_760],
+      ['4MiB', 4_194_304],
+      ['512KiB', 524_288],
+      ['1048576', 1_048_576],
+      ['10MB', 10_000_000],
+      ['2kb', 2_000],
+      ['1GiB', 1_073_741_824],
     ])('reads the byte size %j as %d', (text, expected) => {
       expect(loadConfig({ ...BASE, MAX_FRAME_BYTES: text }).limits.maxFrameBytes).toBe(expected);
     });
@@ -204,12 +537,17 @@ describe(loadConfig.name, () => {
       ]);
     });
 
-    it.each([['true', true], ['false', false], ['1', true], ['0', false], ['yes', true], ['no', false], ['YES', true]])(
-      'reads the boolean %j as %s',
-      (text, expected) => {
-        expect(loadConfig({ ...BASE, SESSION_INACTIVE_NOTIFY: text }).sessions.shouldNotifyInactive).toBe(expected);
-      },
-    );
+    it.each([
+      ['true', true],
+      ['false', false],
+      ['1', true],
+      ['0', false],
+      ['yes', true],
+      ['no', false],
+      ['YES', true],
+    ])('reads the boolean %j as %s', (text, expected) => {
+      expect(loadConfig({ ...BASE, SESSION_INACTIVE_NOTIFY: text }).sessions.shouldNotifyInactive).toBe(expected);
+    });
   });
 
   describe('the result', () => {
@@ -240,15 +578,35 @@ describe(loadConfig.name, () => {
     it('loads the example file', () => {
       const sut = loadConfig({}, EXAMPLE_YAML);
       expect([...sut.destinations.values()]).toEqual([
-        { name: 'chat', url: 'http://chat.internal:8000', timeoutMs: 30_000, maxSockets: 100, queueLimit: 100_000, requestIdHeader: 'X-Request-Id', overrideHostHeader: 'chat.internal' },
-        { name: 'auth', url: 'http://auth.internal:8000', timeoutMs: 30_000, maxSockets: 100, queueLimit: 100_000, requestIdHeader: null, overrideHostHeader: null },
+        {
+          name: 'chat',
+          url: 'http://chat.internal:8000',
+          timeoutMs: 30_000,
+          maxSockets: 100,
+          queueLimit: 100_000,
+          requestIdHeader: 'X-Request-Id',
+          overrideHostHeader: 'chat.internal',
+        },
+        {
+          name: 'auth',
+          url: 'http://auth.internal:8000',
+          timeoutMs: 30_000,
+          maxSockets: 100,
+          queueLimit: 100_000,
+          requestIdHeader: null,
+          overrideHostHeader: null,
+        },
       ]);
       expect(sut.handlers.map((h) => [h.name, h.path, [...h.messageHandlers]])).toEqual([
-        ['chat1', '/chat1', [
-          ['*', { destination: 'chat', pathPrefix: '' }],
-          ['gateway.*', { destination: 'auth', pathPrefix: '/chat1' }],
-          ['rooms.history', { destination: 'chat', pathPrefix: '/v2' }],
-        ]],
+        [
+          'chat1',
+          '/chat1',
+          [
+            ['*', { destination: 'chat', pathPrefix: '' }],
+            ['gateway.*', { destination: 'auth', pathPrefix: '/chat1' }],
+            ['rooms.history', { destination: 'chat', pathPrefix: '/v2' }],
+          ],
+        ],
       ]);
     });
 
@@ -277,10 +635,25 @@ describe(loadConfig.name, () => {
     });
 
     it('uses the destination-level env vars as defaults only', () => {
-      const env = { UPSTREAM_TIMEOUT: '5s', UPSTREAM_MAX_SOCKETS: '7', UPSTREAM_QUEUE_LIMIT: '9', REQUEST_ID_HEADER: 'X-Trace' };
+      const env = {
+        UPSTREAM_TIMEOUT: '5s',
+        UPSTREAM_MAX_SOCKETS: '7',
+        UPSTREAM_QUEUE_LIMIT: '9',
+        REQUEST_ID_HEADER: 'X-Trace',
+      };
       const sut = loadConfig(env, EXAMPLE_YAML);
-      expect(destination(sut, 'chat')).toMatchObject({ timeoutMs: 30_000, maxSockets: 100, queueLimit: 100_000, requestIdHeader: 'X-Request-Id' });
-      expect(destination(sut, 'auth')).toMatchObject({ timeoutMs: 5_000, maxSockets: 7, queueLimit: 9, requestIdHeader: 'X-Trace' });
+      expect(destination(sut, 'chat')).toMatchObject({
+        timeoutMs: 30_000,
+        maxSockets: 100,
+        queueLimit: 100_000,
+        requestIdHeader: 'X-Request-Id',
+      });
+      expect(destination(sut, 'auth')).toMatchObject({
+        timeoutMs: 5_000,
+        maxSockets: 7,
+        queueLimit: 9,
+        requestIdHeader: 'X-Trace',
+      });
     });
 
     it('lets every other env var apply alongside the file', () => {
@@ -296,37 +669,146 @@ describe(loadConfig.name, () => {
     });
 
     it.each([
-      ['invalid YAML', 'a: [', ['GATEWAY_CONFIG: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 1, column 5:']],
-      ['duplicate YAML keys', `${DESTS}${DESTS}handlers:\n${CHAT}`, ['GATEWAY_CONFIG: invalid YAML: Map keys must be unique at line 2, column 1:']],
+      [
+        'invalid YAML',
+        'a: [',
+        [
+          'GATEWAY_CONFIG: invalid YAML: Flow sequence in block collection must be sufficiently indented and end with a ] at line 1, column 5:',
+        ],
+      ],
+      [
+        'duplicate YAML keys',
+        `${DESTS}${DESTS}handlers:\n${CHAT}`,
+        ['GATEWAY_CONFIG: invalid YAML: Map keys must be unique at line 2, column 1:'],
+      ],
       ['an empty file', '', ['GATEWAY_CONFIG: must be a YAML mapping with "destinations" and "handlers"']],
       ['a list', '- a', ['GATEWAY_CONFIG: must be a YAML mapping with "destinations" and "handlers"']],
-      ['an unknown top-level key', `${file(CHAT)}extra: 1\n`, ['extra: is not allowed (allowed: destinations, handlers)']],
-      ['an unknown destination key', file(CHAT, 'destinations: { chat: { url: "http://chat.test", retries: 3 } }\n'), ['destinations.chat.retries: is not allowed (allowed: url, timeout, max_sockets, queue_limit, request_id_header, override_host_header)']],
-      ['an unknown handler key', file('  chat1: { path: /c, message_handlers: { "*": chat }, origin: x }\n'), ['handlers.chat1.origin: is not allowed (allowed: path, message_handlers)']],
-      ['no destinations', `handlers:\n${CHAT}`, ['destinations: is required', 'handlers.chat1.message_handlers["*"]: destination "chat" is not defined (defined: none)']],
-      ['empty destinations', file(CHAT, 'destinations: {}\n'), ['destinations: must define at least one destination', 'handlers.chat1.message_handlers["*"]: destination "chat" is not defined (defined: none)']],
+      [
+        'an unknown top-level key',
+        `${file(CHAT)}extra: 1\n`,
+        ['extra: is not allowed (allowed: destinations, handlers)'],
+      ],
+      [
+        'an unknown destination key',
+        file(CHAT, 'destinations: { chat: { url: "http://chat.test", retries: 3 } }\n'),
+        [
+          'destinations.chat.retries: is not allowed (allowed: url, timeout, max_sockets, queue_limit, request_id_header, override_host_header)',
+        ],
+      ],
+      [
+        'an unknown handler key',
+        file('  chat1: { path: /c, message_handlers: { "*": chat }, origin: x }\n'),
+        ['handlers.chat1.origin: is not allowed (allowed: path, message_handlers)'],
+      ],
+      [
+        'no destinations',
+        `handlers:\n${CHAT}`,
+        [
+          'destinations: is required',
+          'handlers.chat1.message_handlers["*"]: destination "chat" is not defined (defined: none)',
+        ],
+      ],
+      [
+        'empty destinations',
+        file(CHAT, 'destinations: {}\n'),
+        [
+          'destinations: must define at least one destination',
+          'handlers.chat1.message_handlers["*"]: destination "chat" is not defined (defined: none)',
+        ],
+      ],
       ['no handlers', DESTS, ['handlers: is required']],
       ['empty handlers', `${DESTS}handlers: {}\n`, ['handlers: must define at least one handler']],
-      ['a destination without url', file(CHAT, 'destinations: { chat: { timeout: 5s } }\n'), ['destinations.chat.url: is required']],
-      ['a url that is not http or https', file(CHAT, 'destinations: { chat: { url: "ws://chat.test" } }\n'), ['destinations.chat.url: "ws://chat.test" is not an http or https URL']],
-      ['a url with credentials', file(CHAT, 'destinations: { chat: { url: "http://u:pw@chat.test" } }\n'), ['destinations.chat.url: <redacted> must not hold credentials, a query or a fragment']],
-      ['a destination that is not a mapping', file(CHAT, 'destinations: { chat: "http://chat.test" }\n'), ['destinations.chat: must be a mapping']],
-      ['a numeric timeout', file(CHAT, 'destinations: { chat: { url: "http://chat.test", timeout: 30 } }\n'), ['destinations.chat.timeout: 30 is not a duration (examples: "30s", "2m")']],
-      ['a bad max_sockets', file(CHAT, 'destinations: { chat: { url: "http://chat.test", max_sockets: many } }\n'), ['destinations.chat.max_sockets: "many" is not a whole number >= 1']],
-      ['a bad destination name', file('  chat1: { path: /c, message_handlers: { "*": "chat.1" } }\n', 'destinations: { chat.1: { url: "http://chat.test" } }\n'), ['destinations["chat.1"]: is not a valid name (allowed: A-Z, a-z, 0-9, _, -)']],
-      ['a bad handler name', file('  "chat 1": { path: /c, message_handlers: { "*": chat } }\n'), ['handlers["chat 1"]: is not a valid name (allowed: A-Z, a-z, 0-9, _, -)']],
-      ['a path without "/"', file('  chat1: { path: chat1, message_handlers: { "*": chat } }\n'), ['handlers.chat1.path: must start with "/"']],
-      ['a handler without path', file('  chat1: { message_handlers: { "*": chat } }\n'), ['handlers.chat1.path: is required']],
-      ['a handler without message_handlers', file('  chat1: { path: /c }\n'), ['handlers.chat1.message_handlers: is required']],
-      ['duplicate handler paths', file(`${CHAT}  chat2: { path: /chat1, message_handlers: { "*": chat } }\n`), ['handlers.chat2.path: "/chat1" is already used by handlers.chat1']],
-      ['no "*" pattern', file('  chat1: { path: /c, message_handlers: { "gateway.*": chat } }\n'), ['handlers.chat1.message_handlers: must contain the "*" pattern']],
-      ['an unknown destination', file('  chat1: { path: /c, message_handlers: { "*": chat, "gateway.*": auth/x } }\n'), ['handlers.chat1.message_handlers["gateway.*"]: destination "auth" is not defined (defined: chat)']],
-      ['a bad pattern', file('  chat1: { path: /c, message_handlers: { "*": chat, "a..b": chat, "a.*.b": chat } }\n'), [
-        'handlers.chat1.message_handlers["a..b"]: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)',
-        'handlers.chat1.message_handlers["a.*.b"]: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)',
-      ]],
-      ['a target that is not a string', file('  chat1: { path: /c, message_handlers: { "*": [chat] } }\n'), ['handlers.chat1.message_handlers["*"]: must be a string "<destination>/<path-prefix>"']],
-      ['a path prefix with a query', file('  chat1: { path: /c, message_handlers: { "*": "chat/a?b" } }\n'), ['handlers.chat1.message_handlers["*"]: path prefix "/a?b" must not contain spaces, "?" or "#"']],
+      [
+        'a destination without url',
+        file(CHAT, 'destinations: { chat: { timeout: 5s } }\n'),
+        ['destinations.chat.url: is required'],
+      ],
+      [
+        'a url that is not http or https',
+        file(CHAT, 'destinations: { chat: { url: "ws://chat.test" } }\n'),
+        ['destinations.chat.url: "ws://chat.test" is not an http or https URL'],
+      ],
+      [
+        'a url with credentials',
+        file(CHAT, 'destinations: { chat: { url: "http://u:pw@chat.test" } }\n'),
+        ['destinations.chat.url: <redacted> must not hold credentials, a query or a fragment'],
+      ],
+      [
+        'a destination that is not a mapping',
+        file(CHAT, 'destinations: { chat: "http://chat.test" }\n'),
+        ['destinations.chat: must be a mapping'],
+      ],
+      [
+        'a numeric timeout',
+        file(CHAT, 'destinations: { chat: { url: "http://chat.test", timeout: 30 } }\n'),
+        ['destinations.chat.timeout: 30 is not a duration (examples: "30s", "2m")'],
+      ],
+      [
+        'a bad max_sockets',
+        file(CHAT, 'destinations: { chat: { url: "http://chat.test", max_sockets: many } }\n'),
+        ['destinations.chat.max_sockets: "many" is not a whole number >= 1'],
+      ],
+      [
+        'a bad destination name',
+        file(
+          '  chat1: { path: /c, message_handlers: { "*": "chat.1" } }\n',
+          'destinations: { chat.1: { url: "http://chat.test" } }\n',
+        ),
+        ['destinations["chat.1"]: is not a valid name (allowed: A-Z, a-z, 0-9, _, -)'],
+      ],
+      [
+        'a bad handler name',
+        file('  "chat 1": { path: /c, message_handlers: { "*": chat } }\n'),
+        ['handlers["chat 1"]: is not a valid name (allowed: A-Z, a-z, 0-9, _, -)'],
+      ],
+      [
+        'a path without "/"',
+        file('  chat1: { path: chat1, message_handlers: { "*": chat } }\n'),
+        ['handlers.chat1.path: must start with "/"'],
+      ],
+      [
+        'a handler without path',
+        file('  chat1: { message_handlers: { "*": chat } }\n'),
+        ['handlers.chat1.path: is required'],
+      ],
+      [
+        'a handler without message_handlers',
+        file('  chat1: { path: /c }\n'),
+        ['handlers.chat1.message_handlers: is required'],
+      ],
+      [
+        'duplicate handler paths',
+        file(`${CHAT}  chat2: { path: /chat1, message_handlers: { "*": chat } }\n`),
+        ['handlers.chat2.path: "/chat1" is already used by handlers.chat1'],
+      ],
+      [
+        'no "*" pattern',
+        file('  chat1: { path: /c, message_handlers: { "gateway.*": chat } }\n'),
+        ['handlers.chat1.message_handlers: must contain the "*" pattern'],
+      ],
+      [
+        'an unknown destination',
+        file('  chat1: { path: /c, message_handlers: { "*": chat, "gateway.*": auth/x } }\n'),
+        ['handlers.chat1.message_handlers["gateway.*"]: destination "auth" is not defined (defined: chat)'],
+      ],
+      [
+        'a bad pattern',
+        file('  chat1: { path: /c, message_handlers: { "*": chat, "a..b": chat, "a.*.b": chat } }\n'),
+        [
+          'handlers.chat1.message_handlers["a..b"]: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)',
+          'handlers.chat1.message_handlers["a.*.b"]: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)',
+        ],
+      ],
+      [
+        'a target that is not a string',
+        file('  chat1: { path: /c, message_handlers: { "*": [chat] } }\n'),
+        ['handlers.chat1.message_handlers["*"]: must be a string "<destination>/<path-prefix>"'],
+      ],
+      [
+        'a path prefix with a query',
+        file('  chat1: { path: /c, message_handlers: { "*": "chat/a?b" } }\n'),
+        ['handlers.chat1.message_handlers["*"]: path prefix "/a?b" must not contain spaces, "?" or "#"'],
+      ],
     ])('rejects %s', (_what, text, expected) => {
       expect(problemsOf({}, text)).toEqual(expected);
     });

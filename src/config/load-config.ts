@@ -46,7 +46,13 @@ const ENV_OPTIONS: ValidatorOptions = { forbidUnknownValues: true, stopAtFirstEr
 const FILE_OPTIONS: ValidatorOptions = { ...ENV_OPTIONS, whitelist: true, forbidNonWhitelisted: true };
 const VERSION = readVersion();
 /** Every environment setting (EnvDto's fields), for the typo warnings. */
-const SETTINGS = [...new Set(getMetadataStorage().getTargetValidationMetadatas(EnvDto, '', true, false).map((entry) => entry.propertyName))];
+const SETTINGS = [
+  ...new Set(
+    getMetadataStorage()
+      .getTargetValidationMetadatas(EnvDto, '', true, false)
+      .map((entry) => entry.propertyName),
+  ),
+];
 
 interface FileRoutes {
   readonly destinations: ReadonlyMap<string, DestinationDto>;
@@ -112,19 +118,31 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
   if (!hasFile && env.UPSTREAM_URL === undefined) {
     problems.push('UPSTREAM_URL: is required (or give GATEWAY_CONFIG with destinations)');
   }
-  const isEachValid = [env.CLIENT_MIN_IDLE_TIMEOUT, env.CLIENT_MAX_IDLE_TIMEOUT].every((text) => checkDuration()(text) === null);
+  const isEachValid = [env.CLIENT_MIN_IDLE_TIMEOUT, env.CLIENT_MAX_IDLE_TIMEOUT].every(
+    (text) => checkDuration()(text) === null,
+  );
   if (isEachValid && ms(env.CLIENT_MAX_IDLE_TIMEOUT) < ms(env.CLIENT_MIN_IDLE_TIMEOUT)) {
     const min = JSON.stringify(env.CLIENT_MIN_IDLE_TIMEOUT);
-    problems.push(`CLIENT_MAX_IDLE_TIMEOUT: ${JSON.stringify(env.CLIENT_MAX_IDLE_TIMEOUT)} is shorter than CLIENT_MIN_IDLE_TIMEOUT (${min})`);
+    problems.push(
+      `CLIENT_MAX_IDLE_TIMEOUT: ${JSON.stringify(env.CLIENT_MAX_IDLE_TIMEOUT)} is shorter than CLIENT_MIN_IDLE_TIMEOUT (${min})`,
+    );
   }
-  const areHistoryTimesValid = [env.RESUME_WINDOW, env.TOPIC_HISTORY_TTL].every((text) => checkDuration(true)(text) === null);
+  const areHistoryTimesValid = [env.RESUME_WINDOW, env.TOPIC_HISTORY_TTL].every(
+    (text) => checkDuration(true)(text) === null,
+  );
   if (areHistoryTimesValid && ms(env.TOPIC_HISTORY_TTL) < ms(env.RESUME_WINDOW)) {
-    problems.push(`TOPIC_HISTORY_TTL: ${JSON.stringify(env.TOPIC_HISTORY_TTL)} is shorter than RESUME_WINDOW (${JSON.stringify(env.RESUME_WINDOW)})`);
+    problems.push(
+      `TOPIC_HISTORY_TTL: ${JSON.stringify(env.TOPIC_HISTORY_TTL)} is shorter than RESUME_WINDOW (${JSON.stringify(env.RESUME_WINDOW)})`,
+    );
   }
-  const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every((text) => checkDuration()(text) === null);
+  const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every(
+    (text) => checkDuration()(text) === null,
+  );
   if (areTimeoutsValid && ms(env.HTTP_REQUEST_TIMEOUT) < ms(env.HTTP_HEADERS_TIMEOUT)) {
     const headers = JSON.stringify(env.HTTP_HEADERS_TIMEOUT);
-    problems.push(`HTTP_REQUEST_TIMEOUT: ${JSON.stringify(env.HTTP_REQUEST_TIMEOUT)} is shorter than HTTP_HEADERS_TIMEOUT (${headers})`);
+    problems.push(
+      `HTTP_REQUEST_TIMEOUT: ${JSON.stringify(env.HTTP_REQUEST_TIMEOUT)} is shorter than HTTP_HEADERS_TIMEOUT (${headers})`,
+    );
   }
   return problems;
 }
@@ -134,7 +152,9 @@ function readFile(text: string, problems: string[]): FileRoutes | undefined {
   try {
     plain = parseYaml(text, { logLevel: 'error' });
   } catch (error) {
-    problems.push(`GATEWAY_CONFIG: invalid YAML: ${String(error instanceof Error ? error.message : error).split('\n')[0]}`);
+    problems.push(
+      `GATEWAY_CONFIG: invalid YAML: ${String(error instanceof Error ? error.message : error).split('\n')[0]}`,
+    );
     return undefined;
   }
   if (plain === null || typeof plain !== 'object' || Array.isArray(plain)) {
@@ -144,7 +164,11 @@ function readFile(text: string, problems: string[]): FileRoutes | undefined {
   const dto = plainToInstance(FileDto, plain);
   problems.push(...problemLines(validateSync(dto, FILE_OPTIONS), ''));
   const destinations = entriesOf<DestinationDto>(dto.destinations, 'destinations', 'destination', problems);
-  const handlers = buildHandlers(entriesOf<HandlerDto>(dto.handlers, 'handlers', 'handler', problems), destinations, problems);
+  const handlers = buildHandlers(
+    entriesOf<HandlerDto>(dto.handlers, 'handlers', 'handler', problems),
+    destinations,
+    problems,
+  );
   return { destinations, handlers };
 }
 
@@ -153,12 +177,17 @@ function entriesOf<T>(value: unknown, where: string, noun: string, problems: str
   if (!(value instanceof Map)) return new Map();
   if (value.size === 0) problems.push(`${where}: must define at least one ${noun}`);
   for (const name of value.keys()) {
-    if (!NAME.test(String(name))) problems.push(`${joinPath(where, String(name))}: is not a valid name (allowed: A-Z, a-z, 0-9, _, -)`);
+    if (!NAME.test(String(name)))
+      problems.push(`${joinPath(where, String(name))}: is not a valid name (allowed: A-Z, a-z, 0-9, _, -)`);
   }
   return value as Map<string, T>;
 }
 
-function buildHandlers(dtos: ReadonlyMap<string, HandlerDto>, destinations: ReadonlyMap<string, unknown>, problems: string[]): Handler[] {
+function buildHandlers(
+  dtos: ReadonlyMap<string, HandlerDto>,
+  destinations: ReadonlyMap<string, unknown>,
+  problems: string[],
+): Handler[] {
   const handlers: Handler[] = [];
   const ownerByPath = new Map<string, string>();
   for (const [name, dto] of dtos) {
@@ -174,12 +203,18 @@ function buildHandlers(dtos: ReadonlyMap<string, HandlerDto>, destinations: Read
   return handlers;
 }
 
-function buildRoutes(table: unknown, where: string, destinations: ReadonlyMap<string, unknown>, problems: string[]): Map<string, RouteTarget> {
+function buildRoutes(
+  table: unknown,
+  where: string,
+  destinations: ReadonlyMap<string, unknown>,
+  problems: string[],
+): Map<string, RouteTarget> {
   const routes = new Map<string, RouteTarget>();
   if (table === null || typeof table !== 'object' || Array.isArray(table)) return routes;
   for (const [pattern, target] of Object.entries(table)) {
     const at = joinPath(where, pattern);
-    if (!isValidPattern(pattern)) problems.push(`${at}: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)`);
+    if (!isValidPattern(pattern))
+      problems.push(`${at}: is not a valid pattern (allowed: "*", "<prefix>.*" or an exact method name)`);
     const route = parseTarget(target, at, destinations, problems);
     if (route) routes.set(pattern, route);
   }
@@ -188,7 +223,12 @@ function buildRoutes(table: unknown, where: string, destinations: ReadonlyMap<st
 }
 
 /** `"chat/"` → {chat, ""}, `"auth/chat1"` → {auth, "/chat1"}, `"chat"` → {chat, ""}. */
-function parseTarget(target: unknown, at: string, destinations: ReadonlyMap<string, unknown>, problems: string[]): RouteTarget | null {
+function parseTarget(
+  target: unknown,
+  at: string,
+  destinations: ReadonlyMap<string, unknown>,
+  problems: string[],
+): RouteTarget | null {
   if (typeof target !== 'string') {
     problems.push(`${at}: must be a string "<destination>/<path-prefix>"`);
     return null;
@@ -215,7 +255,11 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
     listeners: {
       public: { host: env.HOST, port: whole(env.PORT) },
       internal: { host: env.BACKEND_API_HOST, port: whole(env.BACKEND_API_PORT) },
-      timeouts: { headersMs: ms(env.HTTP_HEADERS_TIMEOUT), requestMs: ms(env.HTTP_REQUEST_TIMEOUT), keepAliveMs: ms(env.HTTP_KEEP_ALIVE_TIMEOUT) },
+      timeouts: {
+        headersMs: ms(env.HTTP_HEADERS_TIMEOUT),
+        requestMs: ms(env.HTTP_REQUEST_TIMEOUT),
+        keepAliveMs: ms(env.HTTP_KEEP_ALIVE_TIMEOUT),
+      },
     },
     backendApiToken: env.BACKEND_API_TOKEN ?? null,
     backendApiRequestIdHeader: env.REQUEST_ID_HEADER ?? 'X-Request-Id',
@@ -261,7 +305,10 @@ function envDestination(env: EnvDto): Destination {
 
 function envHandler(env: EnvDto): Handler {
   const target: RouteTarget = { destination: DEFAULT_NAME, pathPrefix: '' };
-  const messageHandlers = new Map([['*', target], ['gateway.*', { ...target }]]);
+  const messageHandlers = new Map([
+    ['*', target],
+    ['gateway.*', { ...target }],
+  ]);
   return { name: DEFAULT_NAME, path: env.WS_PATH, messageHandlers };
 }
 

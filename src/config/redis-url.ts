@@ -27,10 +27,12 @@ export interface SentinelOptions {
 }
 
 /** What REDIS_URL names: one Redis (ioredis reads the URL itself, as it always did) or a Sentinel-managed primary. */
-export type RedisTarget = { readonly kind: 'direct'; readonly url: string } | { readonly kind: 'sentinel'; readonly options: SentinelOptions };
+export type RedisTarget =
+  { readonly kind: 'direct'; readonly url: string } | { readonly kind: 'sentinel'; readonly options: SentinelOptions };
 
 /** The parse: a target, or one problem text that never holds a secret. */
-export type RedisUrlParse = { readonly target: RedisTarget; readonly problem: null } | { readonly target: null; readonly problem: string };
+export type RedisUrlParse =
+  { readonly target: RedisTarget; readonly problem: null } | { readonly target: null; readonly problem: string };
 
 /** Sentinel's own default port, for an address given without one. */
 export const DEFAULT_SENTINEL_PORT = 26379;
@@ -59,11 +61,17 @@ class UrlProblem extends Error {}
 export function parseRedisUrl(text: string): RedisUrlParse {
   const scheme = SCHEME.exec(text)?.[1].toLowerCase();
   if (scheme === 'redis' || scheme === 'rediss') {
-    return isUrl(text) ? { target: { kind: 'direct', url: text }, problem: null } : { target: null, problem: `is not a valid ${scheme}:// URL` };
+    return isUrl(text)
+      ? { target: { kind: 'direct', url: text }, problem: null }
+      : { target: null, problem: `is not a valid ${scheme}:// URL` };
   }
-  if (scheme === undefined || !Object.hasOwn(SENTINEL_SCHEMES, scheme)) return { target: null, problem: `the scheme must be ${ALLOWED_SCHEMES}` };
+  if (scheme === undefined || !Object.hasOwn(SENTINEL_SCHEMES, scheme))
+    return { target: null, problem: `the scheme must be ${ALLOWED_SCHEMES}` };
   try {
-    return { target: { kind: 'sentinel', options: parseSentinelUrl(scheme, text.slice(scheme.length + 1)) }, problem: null };
+    return {
+      target: { kind: 'sentinel', options: parseSentinelUrl(scheme, text.slice(scheme.length + 1)) },
+      problem: null,
+    };
   } catch (err) {
     if (!(err instanceof UrlProblem)) throw err;
     return { target: null, problem: `${scheme}:// URL: ${err.message}` };
@@ -78,7 +86,10 @@ function parseSentinelUrl(scheme: string, rest: string): SentinelOptions {
   const authority = authorityEnd === -1 ? body : body.slice(0, authorityEnd);
   const tail = authorityEnd === -1 ? '' : body.slice(authorityEnd);
   // A password with an unencoded "/", "?" or "#" ends the authority early: its "@" then shows up later.
-  if (tail.includes('@')) throw new UrlProblem('"@" after the sentinel addresses: percent-encode "/", "?", "#" and "@" in user names and passwords');
+  if (tail.includes('@'))
+    throw new UrlProblem(
+      '"@" after the sentinel addresses: percent-encode "/", "?", "#" and "@" in user names and passwords',
+    );
   if (tail.includes('#')) throw new UrlProblem('must not have a fragment ("#"); percent-encode "#" in passwords');
   const at = authority.lastIndexOf('@');
   const credentials = at === -1 ? {} : userInfo(authority.slice(0, at));
@@ -109,16 +120,20 @@ function sentinelAddresses(text: string): SentinelAddress[] {
     const port = match?.[2] === undefined ? DEFAULT_SENTINEL_PORT : Number(match[2]);
     const isHost = isIP(host) !== 0 || HOST_NAME.test(host);
     if (!match || !isHost || port < 1 || port > 65535) {
-      throw new UrlProblem(`sentinel address ${JSON.stringify(entry)} is not host:port (a host name or IP address, [IPv6], port 1 to 65535)`);
+      throw new UrlProblem(
+        `sentinel address ${JSON.stringify(entry)} is not host:port (a host name or IP address, [IPv6], port 1 to 65535)`,
+      );
     }
     return { host, port };
   });
 }
 
 function masterName(path: string): string {
-  if (path === '' || path === '/') throw new UrlProblem('no master name (expected .../<master-name> after the sentinel addresses)');
+  if (path === '' || path === '/')
+    throw new UrlProblem('no master name (expected .../<master-name> after the sentinel addresses)');
   const name = decoded(path.slice(1), 'the master name');
-  if (name.includes('/') || !MASTER_NAME.test(name)) throw new UrlProblem('the master name must be one path segment of visible ASCII (at most 128 characters)');
+  if (name.includes('/') || !MASTER_NAME.test(name))
+    throw new UrlProblem('the master name must be one path segment of visible ASCII (at most 128 characters)');
   return name;
 }
 

@@ -15,12 +15,23 @@ describe(settingTypoWarnings.name, () => {
     expect(settingTypoWarnings([name], SETTINGS)).toEqual([`${name}: is not a setting; did you mean ${meant}?`]);
   });
 
-  it.each(['HOME', 'HOSTNAME', 'NODE_ENV', 'PWD', 'PATH', 'REDIS_PORT', 'REDIS_HOST', 'NODE_VERSION', 'TERM', 'KUBERNETES_PORT', 'weird-name', 'HOST', 'REDIS_URL'])(
-    'says nothing about %s',
-    (name) => {
-      expect(settingTypoWarnings([name], SETTINGS)).toEqual([]);
-    },
-  );
+  it.each([
+    'HOME',
+    'HOSTNAME',
+    'NODE_ENV',
+    'PWD',
+    'PATH',
+    'REDIS_PORT',
+    'REDIS_HOST',
+    'NODE_VERSION',
+    'TERM',
+    'KUBERNETES_PORT',
+    'weird-name',
+    'HOST',
+    'REDIS_URL',
+  ])('says nothing about %s', (name) => {
+    expect(settingTypoWarnings([name], SETTINGS)).toEqual([]);
+  });
 });
 
 describe(alignmentDistance.name, () => {
@@ -42,20 +53,33 @@ describe(alignmentDistance.name, () => {
 
 describe('the loader', () => {
   it('names the key an unknown YAML key probably meant, and keeps it an error', () => {
-    const yaml = 'destinations:\n  chat: { url: "http://chat.test", max_socket: 3 }\nhandlers:\n  h: { path: /, message_handlers: { "*": chat/ } }\n';
+    const yaml =
+      'destinations:\n  chat: { url: "http://chat.test", max_socket: 3 }\nhandlers:\n  h: { path: /, message_handlers: { "*": chat/ } }\n';
     expect(() => loadConfigWithWarnings({}, yaml)).toThrow(
       'destinations.chat.max_socket: is not allowed (allowed: url, timeout, max_sockets, queue_limit, request_id_header, override_host_header); did you mean max_sockets?',
     );
   });
 
   it('warns about a misspelt environment setting, never echoing its value', () => {
-    const { warnings } = loadConfigWithWarnings({ UPSTREAM_URL: 'http://u.test', BACKEND_API_TOKN: 'hunter2', PING_INTREVAL: '5s' });
-    expect(warnings).toEqual(['BACKEND_API_TOKN: is not a setting; did you mean BACKEND_API_TOKEN?', 'PING_INTREVAL: is not a setting; did you mean PING_INTERVAL?']);
+    const { warnings } = loadConfigWithWarnings({
+      UPSTREAM_URL: 'http://u.test',
+      BACKEND_API_TOKN: 'hunter2',
+      PING_INTREVAL: '5s',
+    });
+    expect(warnings).toEqual([
+      'BACKEND_API_TOKN: is not a setting; did you mean BACKEND_API_TOKEN?',
+      'PING_INTREVAL: is not a setting; did you mean PING_INTERVAL?',
+    ]);
     expect(warnings.join('\n')).not.toContain('hunter2');
   });
 
   it('knows every setting of the environment DTO (no warning for a correct name)', () => {
-    const env = { UPSTREAM_URL: 'http://u.test', SHUTDOWN_GRACE: '1s', CLIENT_QUEUE_MAX_BYTES: '1MiB', BACKEND_API_INSECURE: 'false' };
+    const env = {
+      UPSTREAM_URL: 'http://u.test',
+      SHUTDOWN_GRACE: '1s',
+      CLIENT_QUEUE_MAX_BYTES: '1MiB',
+      BACKEND_API_INSECURE: 'false',
+    };
     expect(loadConfigWithWarnings(env).warnings).toEqual([]);
   });
 });

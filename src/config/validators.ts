@@ -19,7 +19,13 @@ export type Check = (value: unknown) => string | null;
 const MAX_TIMER_MS = 2_147_483_647;
 const BYTE_SIZE_TEXT = /^\s*(\d+)\s*(b|kb|kib|mb|mib|gb|gib)?\s*$/i;
 const BYTE_UNITS: Readonly<Record<string, number>> = {
-  b: 1, kb: 1e3, kib: 1024, mb: 1e6, mib: 1024 ** 2, gb: 1e9, gib: 1024 ** 3,
+  b: 1,
+  kb: 1e3,
+  kib: 1024,
+  mb: 1e6,
+  mib: 1024 ** 2,
+  gb: 1e9,
+  gib: 1024 ** 3,
 };
 const DIGITS = /^\d+$/;
 /** Handler and destination names (SPEC §1). */
@@ -35,7 +41,12 @@ const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[
 const HOST_HEADER = /^[A-Za-z0-9._~%!$&'()*+,;=:[\]-]+$/;
 const BEARER_TOKEN = /^[\x21-\x7e]+$/;
 const BOOLEANS: Readonly<Record<string, boolean>> = {
-  true: true, false: false, '1': true, '0': false, yes: true, no: false,
+  true: true,
+  false: false,
+  '1': true,
+  '0': false,
+  yes: true,
+  no: false,
 };
 
 /** Parses `"1048576"`, `"512KiB"`, `"10MiB"`, `"10MB"` (unit case-insensitive) to bytes; null when malformed. */
@@ -61,7 +72,10 @@ export function parseBooleanText(text: string): boolean | null {
 
 /** Splits a comma list, trimming entries and dropping empty ones. */
 export function splitList(text: string): string[] {
-  return text.split(',').map((entry) => entry.trim()).filter((entry) => entry !== '');
+  return text
+    .split(',')
+    .map((entry) => entry.trim())
+    .filter((entry) => entry !== '');
 }
 
 /** Base URL without a trailing slash (`http://chat:8000/api`); assumes {@link checkHttpUrl} passed. */
@@ -109,9 +123,7 @@ export const checkPort: Check = (value) => {
 };
 
 export const checkNodeId: Check = (value) =>
-  typeof value === 'string' && NODE_ID.test(value)
-    ? null
-    : `${VALUE} is not a node id (4 to 32 of A-Z, a-z, 0-9, _)`;
+  typeof value === 'string' && NODE_ID.test(value) ? null : `${VALUE} is not a node id (4 to 32 of A-Z, a-z, 0-9, _)`;
 
 export const checkRedisPrefix: Check = (value) =>
   typeof value === 'string' && REDIS_PREFIX.test(value)

@@ -46,10 +46,7 @@ describe(ConnectionRegistry.name, () => {
   });
 
   it('agrees with a plain map of sets over any sequence of opens and removes', () => {
-    const step = fc.oneof(
-      fc.record({ open: fc.constantFrom('u1', 'u2', 'u3') }),
-      fc.record({ remove: fc.nat(20) }),
-    );
+    const step = fc.oneof(fc.record({ open: fc.constantFrom('u1', 'u2', 'u3') }), fc.record({ remove: fc.nat(20) }));
     fc.assert(
       fc.property(fc.array(step, { maxLength: 60 }), (steps) => {
         const sut = registry();

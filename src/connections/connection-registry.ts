@@ -49,7 +49,14 @@ export class ConnectionRegistry {
   /** Register a new, pending connection with a fresh id (SPEC §5). */
   open(socket: WebSocket, handler: Handler, isResumable = false): Connection {
     const id = newConnectionId(this.config.nodeId);
-    const connection = new Connection(id, handler, socket, this.config.limits.clientQueueMaxBytes, this.onSlowConsumer, isResumable);
+    const connection = new Connection(
+      id,
+      handler,
+      socket,
+      this.config.limits.clientQueueMaxBytes,
+      this.onSlowConsumer,
+      isResumable,
+    );
     this.byId.set(id, connection);
     this.metrics.connections.inc();
     this.metrics.connectionsOpened.inc();
@@ -61,7 +68,14 @@ export class ConnectionRegistry {
    * under its own connection id, pending until its subscriptions are back.
    */
   adopt(connectionId: string, socket: WebSocket, handler: Handler): Connection {
-    const connection = new Connection(connectionId, handler, socket, this.config.limits.clientQueueMaxBytes, this.onSlowConsumer, true);
+    const connection = new Connection(
+      connectionId,
+      handler,
+      socket,
+      this.config.limits.clientQueueMaxBytes,
+      this.onSlowConsumer,
+      true,
+    );
     this.byId.set(connectionId, connection);
     this.metrics.connections.inc();
     return connection;

@@ -7,10 +7,22 @@ const HANDLER = { name: 'chat1', path: '/', messageHandlers: new Map() } as Hand
 /** A socket that records what was sent. */
 function socket(): WebSocket & { sent: string[] } {
   const sent: string[] = [];
-  return { sent, bufferedAmount: 0, readyState: 1, OPEN: 1, send: (frame: Buffer | string) => sent.push(frame.toString()), close: () => undefined } as unknown as WebSocket & { sent: string[] };
+  return {
+    sent,
+    bufferedAmount: 0,
+    readyState: 1,
+    OPEN: 1,
+    send: (frame: Buffer | string) => sent.push(frame.toString()),
+    close: () => undefined,
+  } as unknown as WebSocket & { sent: string[] };
 }
 
-const at = (topic: string, offset: number, epoch = 'E'): PositionedFrame => ({ frame: Buffer.from(`${topic}:${offset}:${epoch}`), topic, offset, epoch });
+const at = (topic: string, offset: number, epoch = 'E'): PositionedFrame => ({
+  frame: Buffer.from(`${topic}:${offset}:${epoch}`),
+  topic,
+  offset,
+  epoch,
+});
 
 describe('Connection, a resume replay (SPEC §12.3)', () => {
   it('holds live frames while the replay is read, then sends only those beyond it, and drops later ones it covered', () => {

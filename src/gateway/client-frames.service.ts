@@ -2,7 +2,12 @@ import { Injectable, Logger } from '@nestjs/common';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { CLOSE_MESSAGE_TOO_BIG, CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, REASON_VALIDATION_ERROR } from '../protocol/close-codes';
+import {
+  CLOSE_MESSAGE_TOO_BIG,
+  CLOSE_POLICY_VIOLATION,
+  REASON_EARLY_FRAMES_OVER_LIMIT,
+  REASON_VALIDATION_ERROR,
+} from '../protocol/close-codes';
 import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
 import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../protocol/frames';
 import { SessionsService } from '../sessions/sessions.service';
@@ -115,7 +120,8 @@ export class ClientFramesService {
     const route = this.routes.tableFor(connection.handler).route(call.method);
     // SPEC §4.2: the server's connection_id overrides a client-sent one.
     const body = JSON.stringify([{ ...call.meta, connection_id: connection.id }, call.args, call.kwargs]);
-    const requestId = route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
+    const requestId =
+      route.destination.requestIdHeader === null ? undefined : `${connection.id}-${String(call.meta.request_id)}`;
     const span = this.isTracing ? this.tracer.startCall(connection.id, call.method, route.destination.name) : null;
     const headers = { authorization: connection.identity!.authorization, requestId, traceparent: span?.traceparent };
     const startedAt = this.isDebug ? performance.now() : 0;
@@ -130,21 +136,45 @@ export class ClientFramesService {
   }
 
   /** One debug line per call: ids, method, destination, outcome, duration; never args, kwargs or the answer (SPEC §10). */
-  private logCall(connection: Connection, call: ClientCall, route: Route, response: UpstreamResponse, startedAt: number): void {
+  private logCall(
+    connection: Connection,
+    call: ClientCall,
+    route: Route,
+    response: UpstreamResponse,
+    startedAt: number,
+  ): void {
     const outcome = outcomeLabel(response);
     const cause = outcome === 'ok' ? undefined : failureCause(response);
     const durationMs = Math.round((performance.now() - startedAt) * 10) / 10;
-    this.logger.debug({ msg: 'call', connection_id: connection.id, method: call.method, destination: route.destination.name, outcome, cause, duration_ms: durationMs });
+    this.logger.debug({
+      msg: 'call',
+      connection_id: connection.id,
+      method: call.method,
+      destination: route.destination.name,
+      outcome,
+      cause,
+      duration_ms: durationMs,
+    });
   }
 
   /** SPEC §3: kept for after hello, within a small budget; an oversized frame is refused at once (§4.1). */
   private keepEarly(connection: Connection, data: Buffer, isBinary: boolean): void {
     if (data.length > this.maxFrameBytes) {
-      return this.closeWithFatal(connection, CLOSE_MESSAGE_TOO_BIG, REASON_VALIDATION_ERROR, `frame of ${data.length} bytes exceeds the limit of ${this.maxFrameBytes} bytes`);
+      return this.closeWithFatal(
+        connection,
+        CLOSE_MESSAGE_TOO_BIG,
+        REASON_VALIDATION_ERROR,
+        `frame of ${data.length} bytes exceeds the limit of ${this.maxFrameBytes} bytes`,
+      );
     }
     if (!connection.keepEarlyFrame({ data, isBinary }, this.maxEarlyBytes)) {
       connection.takeEarly();
-      this.closeWithFatal(connection, CLOSE_POLICY_VIOLATION, REASON_EARLY_FRAMES_OVER_LIMIT, `frames before hello exceed ${this.maxEarlyBytes} bytes`);
+      this.closeWithFatal(
+        connection,
+        CLOSE_POLICY_VIOLATION,
+        REASON_EARLY_FRAMES_OVER_LIMIT,
+        `frames before hello exceed ${this.maxEarlyBytes} bytes`,
+      );
     }
   }
 
@@ -156,7 +186,11 @@ export class ClientFramesService {
 
   private onBug(connection: Connection, err: unknown, call: ClientCall | undefined): void {
     this.counted.internal.inc();
-    this.logger.error({ msg: 'frame handler failed', connection_id: connection.id, error: err instanceof Error ? err.name : 'unknown' });
+    this.logger.error({
+      msg: 'frame handler failed',
+      connection_id: connection.id,
+      error: err instanceof Error ? err.name : 'unknown',
+    });
     const meta = call === undefined ? {} : { request_id: call.meta.request_id };
     if (connection.send(encodeError(meta, 'internal_error', 'null'))) this.sent.error.inc();
   }

@@ -37,17 +37,24 @@ interface WithReceiver {
  */
 export function gatewaySocketClass(maxFrameBytes: number): typeof WebSocket {
   const fatalTexts = new Map<number, string>([
-    [CLOSE_MESSAGE_TOO_BIG, encodeFatalError('validation_error', JSON.stringify(`frame exceeds the limit of ${maxFrameBytes} bytes`))],
+    [
+      CLOSE_MESSAGE_TOO_BIG,
+      encodeFatalError('validation_error', JSON.stringify(`frame exceeds the limit of ${maxFrameBytes} bytes`)),
+    ],
     [CLOSE_INVALID_PAYLOAD, encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in a text frame'))],
   ]);
-  const closeReasonFatal = encodeFatalError('validation_error', JSON.stringify('invalid UTF-8 in the reason of a close frame'));
+  const closeReasonFatal = encodeFatalError(
+    'validation_error',
+    JSON.stringify('invalid UTF-8 in the reason of a close frame'),
+  );
   return class extends WebSocket implements GatewaySocket {
     connection: Connection | null = null;
     peerCloseCode = 0;
 
     override close(code?: number, data?: string | Buffer): void {
       // The receiver still holds the opcode of the frame it refused.
-      const isCloseFrameFault = code === CLOSE_INVALID_PAYLOAD && (this as unknown as WithReceiver)._receiver?._opcode === OPCODE_CLOSE;
+      const isCloseFrameFault =
+        code === CLOSE_INVALID_PAYLOAD && (this as unknown as WithReceiver)._receiver?._opcode === OPCODE_CLOSE;
       const fatal = code === undefined ? undefined : isCloseFrameFault ? closeReasonFatal : fatalTexts.get(code);
       if (data === undefined && fatal !== undefined && this.readyState === WebSocket.OPEN) {
         this.send(fatal);

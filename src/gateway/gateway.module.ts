@@ -17,8 +17,25 @@ import { PublicListener } from './public-listener';
 
 /** The public edge: handshake, WebSocket lifecycle, client frames. */
 @Module({
-  imports: [AuthModule, UpstreamModule, ConnectionsModule, SessionsModule, PubSubModule, LatticeModule, UsersLatticeModule, ResumeModule],
-  providers: [PublicListener, LatticeGateway, ClientFramesService, HelloService, HelloSequenceService, HeartbeatService, SessionResumeService],
+  imports: [
+    AuthModule,
+    UpstreamModule,
+    ConnectionsModule,
+    SessionsModule,
+    PubSubModule,
+    LatticeModule,
+    UsersLatticeModule,
+    ResumeModule,
+  ],
+  providers: [
+    PublicListener,
+    LatticeGateway,
+    ClientFramesService,
+    HelloService,
+    HelloSequenceService,
+    HeartbeatService,
+    SessionResumeService,
+  ],
   exports: [PublicListener],
 })
 export class GatewayModule {}

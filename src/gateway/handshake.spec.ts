@@ -11,8 +11,16 @@ import {
   type HandshakeContext,
 } from './handshake';
 
-const ROOT: Handler = { name: 'root', path: '/', messageHandlers: new Map([['*', { destination: 'chat', pathPrefix: '' }]]) };
-const CHAT: Handler = { name: 'chat1', path: '/chat1', messageHandlers: new Map([['*', { destination: 'chat', pathPrefix: '/chat1' }]]) };
+const ROOT: Handler = {
+  name: 'root',
+  path: '/',
+  messageHandlers: new Map([['*', { destination: 'chat', pathPrefix: '' }]]),
+};
+const CHAT: Handler = {
+  name: 'chat1',
+  path: '/chat1',
+  messageHandlers: new Map([['*', { destination: 'chat', pathPrefix: '/chat1' }]]),
+};
 
 function context(overrides: Partial<HandshakeContext> = {}): HandshakeContext {
   return {
@@ -39,7 +47,12 @@ describe(decideHandshake.name, () => {
     ['/?a=1', ROOT],
     [undefined, ROOT],
   ])('accepts url %p on its handler', (url, handler) => {
-    expect(decideHandshake(url, GOOD, context())).toEqual({ ok: true, handler, protocol: SUBPROTOCOL, resume: { kind: 'none' } });
+    expect(decideHandshake(url, GOOD, context())).toEqual({
+      ok: true,
+      handler,
+      protocol: SUBPROTOCOL,
+      resume: { kind: 'none' },
+    });
   });
 
   it('echoes the legacy subprotocol when only that one is offered', () => {
@@ -53,7 +66,12 @@ describe(decideHandshake.name, () => {
 
   it.each<[string, string, boolean, string]>([
     ['the opt-in beside ours', `${SUBPROTOCOL}, gateway-resume`, true, 'opt-in'],
-    ['a resume offer', `${SUBPROTOCOL}, gateway-resume.${Buffer.from('{"token":"abc"}').toString('base64url')}`, true, 'resume'],
+    [
+      'a resume offer',
+      `${SUBPROTOCOL}, gateway-resume.${Buffer.from('{"token":"abc"}').toString('base64url')}`,
+      true,
+      'resume',
+    ],
     ['an unreadable offer', `${SUBPROTOCOL}, gateway-resume.%%`, true, 'unreadable'],
     ['the opt-in while resumable sessions are off', `${SUBPROTOCOL}, gateway-resume`, false, 'none'],
   ])('SPEC §12.1: reads %s', (_, protocols, isResumeOffered, kind) => {
@@ -65,7 +83,13 @@ describe(decideHandshake.name, () => {
     ['an unknown path', '/nope', GOOD, {}, 404],
     ['a handler path with a trailing slash', '/chat1/', GOOD, {}, 404],
     ['a sub-path of a handler', '/chat1/x', GOOD, {}, 404],
-    ['an unknown path, no subprotocol, a full node and a bad origin', '/nope', { origin: 'https://evil.example' }, FULL, 404],
+    [
+      'an unknown path, no subprotocol, a full node and a bad origin',
+      '/nope',
+      { origin: 'https://evil.example' },
+      FULL,
+      404,
+    ],
     ['no subprotocol', '/chat1', { origin: 'https://app.example' }, {}, 400],
     ['an offer without ours', '/chat1', { 'sec-websocket-protocol': 'graphql-ws, v2.gateway-lattice+json' }, {}, 400],
     ['no subprotocol, a full node and a bad origin', '/chat1', { origin: 'https://evil.example' }, FULL, 400],
@@ -75,7 +99,13 @@ describe(decideHandshake.name, () => {
     ['an origin not listed', '/chat1', { ...GOOD, origin: 'https://evil.example' }, {}, 403],
     ['an origin that differs only in case', '/chat1', { ...GOOD, origin: 'https://APP.example' }, {}, 403],
     ['an empty origin', '/chat1', { ...GOOD, origin: '' }, {}, 403],
-    ['a cross-site origin when no allow-list is set (same origin)', '/chat1', { ...GOOD, host: 'gw.example' }, { allowedOrigins: null }, 403],
+    [
+      'a cross-site origin when no allow-list is set (same origin)',
+      '/chat1',
+      { ...GOOD, host: 'gw.example' },
+      { allowedOrigins: null },
+      403,
+    ],
   ])('refuses %s with %i', (_case, url, headers, overrides, status) => {
     expect(decideHandshake(url, headers, context(overrides))).toMatchObject({ ok: false, status });
   });
@@ -125,7 +155,9 @@ describe(isOriginAllowed.name, () => {
     ['https://b.test', ['*'], true],
     ['null', ['*'], true],
   ])('listed: %p in %p → %p (the Host header does not matter)', (origin, list, expected) => {
-    expect(isOriginAllowed(origin, new URL(origin === 'null' ? 'http://x' : origin).host, new Set(list))).toBe(expected);
+    expect(isOriginAllowed(origin, new URL(origin === 'null' ? 'http://x' : origin).host, new Set(list))).toBe(
+      expected,
+    );
   });
 });
 

@@ -24,12 +24,20 @@ export type HandshakeDecision =
  * SPEC §2: the checks before the 101, in order: path → 404, subprotocol → 400,
  * connection limit → 503, origin → 403. Pure; never throws.
  */
-export function decideHandshake(url: string | undefined, headers: IncomingHttpHeaders, ctx: HandshakeContext): HandshakeDecision {
+export function decideHandshake(
+  url: string | undefined,
+  headers: IncomingHttpHeaders,
+  ctx: HandshakeContext,
+): HandshakeDecision {
   const handler = ctx.handlersByPath.get(pathOf(url));
   if (handler === undefined) return { ok: false, status: 404, text: 'no WebSocket handler on this path' };
   const protocol = chooseSubprotocol(headers['sec-websocket-protocol']);
   if (protocol === null) {
-    return { ok: false, status: 400, text: `Sec-WebSocket-Protocol must offer ${SUBPROTOCOL} (or legacy ${LEGACY_SUBPROTOCOL})` };
+    return {
+      ok: false,
+      status: 400,
+      text: `Sec-WebSocket-Protocol must offer ${SUBPROTOCOL} (or legacy ${LEGACY_SUBPROTOCOL})`,
+    };
   }
   if (ctx.connectionCount >= ctx.maxConnections) return { ok: false, status: 503, text: 'connection limit reached' };
   const origin = headers.origin;
@@ -48,7 +56,11 @@ const NO_RESUME: ResumeRequest = { kind: 'none' };
  * is the origin scheme's default). [fix] The default stops cross-site
  * WebSocket hijacking: a page elsewhere would connect with its visitor's cookies.
  */
-export function isOriginAllowed(origin: string, host: string | undefined, allowed: ReadonlySet<string> | null): boolean {
+export function isOriginAllowed(
+  origin: string,
+  host: string | undefined,
+  allowed: ReadonlySet<string> | null,
+): boolean {
   if (allowed !== null) return allowed.has(origin) || allowed.has('*');
   if (host === undefined) return false;
   let url: URL;
@@ -59,7 +71,8 @@ export function isOriginAllowed(origin: string, host: string | undefined, allowe
   }
   const defaultPort = url.protocol === 'https:' ? ':443' : url.protocol === 'http:' ? ':80' : null;
   const hostHeader = host.toLowerCase();
-  const hostPort = defaultPort !== null && hostHeader.endsWith(defaultPort) ? hostHeader.slice(0, -defaultPort.length) : hostHeader;
+  const hostPort =
+    defaultPort !== null && hostHeader.endsWith(defaultPort) ? hostHeader.slice(0, -defaultPort.length) : hostHeader;
   return url.host === hostPort;
 }
 

@@ -40,11 +40,19 @@ export class HelloService {
     // SPEC §2: Cookie or Authorization sent twice gets no backend call (null): fatal 400, close 4400.
     const request = hasDuplicateCredentialHeaders(req.rawHeaders)
       ? null
-      : { cookie: req.headers.cookie ?? null, authorization: req.headers.authorization ?? null, queryString: queryStringOf(req.url) };
+      : {
+          cookie: req.headers.cookie ?? null,
+          authorization: req.headers.authorization ?? null,
+          queryString: queryStringOf(req.url),
+        };
     return this.authorizeThenGreet(connection, request, helloMetaJson);
   }
 
-  private async authorizeThenGreet(connection: Connection, request: AuthRequest | null, helloMetaJson: string): Promise<void> {
+  private async authorizeThenGreet(
+    connection: Connection,
+    request: AuthRequest | null,
+    helloMetaJson: string,
+  ): Promise<void> {
     if (request === null) return this.refuse(connection, 400, 'null');
     const outcome = await this.auth.authorize(connection, request);
     // [fix] an answer that arrives after its client left is ignored.
@@ -63,13 +71,18 @@ export class HelloService {
       if (connection.state !== 'pending') return; // left meanwhile: its removal already undid the count
     }
     connection.state = 'ready';
-    if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
+    if (Logger.isLevelEnabled('log'))
+      this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.helloSequence.send(connection, helloMetaJson);
   }
 
   private refuse(connection: Connection, status: number, dataJson: string): void {
     connection.takeEarly();
-    connection.close(backendErrorCloseCode(status), REASON_BACKEND_ERROR, encodeFatalError('http_error', dataJson, status));
+    connection.close(
+      backendErrorCloseCode(status),
+      REASON_BACKEND_ERROR,
+      encodeFatalError('http_error', dataJson, status),
+    );
     this.fatalSent.inc();
   }
 }

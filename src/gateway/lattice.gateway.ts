@@ -42,12 +42,18 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
       // handshake never completes, so ws itself reports 1006 with no reason.
       const sent = connection.closedWith;
       // A client's own reason is text it chose (SPEC §10 logs sizes, never client text): its length only.
-      const closed = sent === null ? { code, reason_bytes: reason.length, closed_by: 'client' } : { ...sent, closed_by: 'gateway' };
+      const closed =
+        sent === null ? { code, reason_bytes: reason.length, closed_by: 'client' } : { ...sent, closed_by: 'gateway' };
       logger.log({ msg: 'connection closed', connection_id: connection.id, user_id: connection.userId, ...closed });
     };
   }
 
-  handleConnection(socket: GatewaySocket, req: IncomingMessage, handler: Handler, resume: ResumeRequest = NO_RESUME): void {
+  handleConnection(
+    socket: GatewaySocket,
+    req: IncomingMessage,
+    handler: Handler,
+    resume: ResumeRequest = NO_RESUME,
+  ): void {
     // Registered before Nest's own 'close' listener, which calls handleDisconnect.
     socket.on('close', recordPeerClose);
     const resumed = this.resumer.resume(socket, handler, resume);
@@ -61,7 +67,13 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
    * Cluster mode (SPEC §12.5): the resume is decided in Redis. The client's
    * frames wait meanwhile (kept in order, replayed once there is a connection).
    */
-  private resumeLater(socket: GatewaySocket, req: IncomingMessage, handler: Handler, resume: ResumeRequest, resumed: Promise<Connection | null>): void {
+  private resumeLater(
+    socket: GatewaySocket,
+    req: IncomingMessage,
+    handler: Handler,
+    resume: ResumeRequest,
+    resumed: Promise<Connection | null>,
+  ): void {
     const early: Array<[Buffer, boolean]> = [];
     const keep = (data: Buffer, isBinary: boolean) => void early.push([data, isBinary]);
     socket.on('message', keep);
@@ -93,11 +105,16 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
   private open(socket: GatewaySocket, req: IncomingMessage, handler: Handler, resume: ResumeRequest): void {
     const connection = this.registry.open(socket, handler, resume.kind !== 'none');
     socket.connection = connection;
-    if (Logger.isLevelEnabled('log')) this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
+    if (Logger.isLevelEnabled('log'))
+      this.logger.log({ msg: 'connection opened', connection_id: connection.id, handler: handler.name });
     const helloMeta = this.resumer.helloMeta(connection, resume);
     this.hello.start(connection, req, helloMeta).catch((err: unknown) => {
       // A bug: no answer of the backend may end here (SPEC §3), so it is logged, never swallowed.
-      this.logger.error({ msg: 'connection start failed', connection_id: connection.id, error: err instanceof Error ? err.name : 'unknown' });
+      this.logger.error({
+        msg: 'connection start failed',
+        connection_id: connection.id,
+        error: err instanceof Error ? err.name : 'unknown',
+      });
       connection.close(CLOSE_INTERNAL_ERROR, REASON_INTERNAL_ERROR);
     });
   }

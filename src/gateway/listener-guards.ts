@@ -31,7 +31,8 @@ export function applyListenerTimeouts(server: http.Server, timeouts: ListenerTim
   server.headersTimeout = timeouts.headersMs;
   server.requestTimeout = timeouts.requestMs;
   server.keepAliveTimeout = timeouts.keepAliveMs;
-  (server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval = connectionsCheckingIntervalMs(timeouts);
+  (server as { connectionsCheckingInterval?: number }).connectionsCheckingInterval =
+    connectionsCheckingIntervalMs(timeouts);
 }
 
 /** SPEC §5: a verb Node's parser rejects (e.g. `XXX`) and a raw byte outside the URL set are 404, as any unknown route. */

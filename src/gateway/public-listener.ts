@@ -6,7 +6,13 @@ import { GatewayConfig, Handler } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { gatewaySocketClass } from './gateway-socket';
 import { HandshakeDecision, LEGACY_SUBPROTOCOL, SUBPROTOCOL, decideHandshake } from './handshake';
-import { answerConnect, canAnswerRaw, clientErrorStatus, endWithStatus, listenerServerOptions } from './listener-guards';
+import {
+  answerConnect,
+  canAnswerRaw,
+  clientErrorStatus,
+  endWithStatus,
+  listenerServerOptions,
+} from './listener-guards';
 import { ResumeRequest } from './resume-offer';
 import { ResumeRate } from '../resume/resume-rate';
 import { isResumeOffered } from '../resume/resume-settings';
@@ -41,7 +47,9 @@ export class PublicListener {
   ) {
     this.handlersByPath = new Map(config.handlers.map((h) => [h.path, h]));
     this.isResumeOffered = isResumeOffered(config);
-    this.server = http.createServer(listenerServerOptions(config.listeners.timeouts), (req, res) => this.onRequest(req, res));
+    this.server = http.createServer(listenerServerOptions(config.listeners.timeouts), (req, res) =>
+      this.onRequest(req, res),
+    );
     // ws 8.21 option, not yet in @types/ws: destroy the TCP connection when the client
     // never answers our close frame, instead of holding it until the heartbeat drops it.
     const options: ServerOptions & { closeTimeout: number } = {
@@ -57,7 +65,9 @@ export class PublicListener {
       WebSocket: gatewaySocketClass(config.limits.maxFrameBytes),
     };
     this.wss = new WebSocketServer(options);
-    this.server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) => this.onUpgrade(req, socket, head));
+    this.server.on('upgrade', (req: http.IncomingMessage, socket: Socket, head: Buffer) =>
+      this.onUpgrade(req, socket, head),
+    );
     this.server.on('connect', answerConnect);
     this.server.on('clientError', (err: NodeJS.ErrnoException, socket: Socket) => {
       const status = clientErrorStatus(err);
@@ -135,16 +145,30 @@ export class PublicListener {
   }
 
   /** Cluster mode, once Redis counted the resume: the checks that may have changed meanwhile, then the upgrade. */
-  private upgradeCounted(req: http.IncomingMessage, socket: Socket, head: Buffer, decision: HandshakeDecision & { ok: true }, waitMs: number): void {
+  private upgradeCounted(
+    req: http.IncomingMessage,
+    socket: Socket,
+    head: Buffer,
+    decision: HandshakeDecision & { ok: true },
+    waitMs: number,
+  ): void {
     if (socket.destroyed) return;
     if (waitMs > 0) return this.refuseResume(req, socket, waitMs);
     if (!this.isAccepting) return rejectSocket(socket, 503, 'shutting down');
-    if (this.registry.size >= this.config.limits.maxConnections) return this.refuse(req, socket, 503, 'connection limit reached');
+    if (this.registry.size >= this.config.limits.maxConnections)
+      return this.refuse(req, socket, 503, 'connection limit reached');
     this.upgrade(req, socket, head, decision);
   }
 
-  private upgrade(req: http.IncomingMessage, socket: Socket, head: Buffer, decision: HandshakeDecision & { ok: true }): void {
-    this.wss.handleUpgrade(req, socket, head, (ws) => this.wss.emit('connection', ws, req, decision.handler, decision.resume));
+  private upgrade(
+    req: http.IncomingMessage,
+    socket: Socket,
+    head: Buffer,
+    decision: HandshakeDecision & { ok: true },
+  ): void {
+    this.wss.handleUpgrade(req, socket, head, (ws) =>
+      this.wss.emit('connection', ws, req, decision.handler, decision.resume),
+    );
   }
 
   private refuseResume(req: http.IncomingMessage, socket: Socket, waitMs: number): void {
@@ -152,7 +176,8 @@ export class PublicListener {
   }
 
   private refuse(req: http.IncomingMessage, socket: Socket, status: number, text: string, headers = ''): void {
-    if (Logger.isLevelEnabled('debug')) this.logger.debug({ msg: 'handshake refused', status, path: req.url?.split('?')[0] });
+    if (Logger.isLevelEnabled('debug'))
+      this.logger.debug({ msg: 'handshake refused', status, path: req.url?.split('?')[0] });
     rejectSocket(socket, status, text, headers);
   }
 }

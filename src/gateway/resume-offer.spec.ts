@@ -9,7 +9,11 @@ describe(resumeRequestOf.name, () => {
     ['the opt-in', 'v1.gateway-lattice+json, gateway-resume', 'opt-in'],
     ['the opt-in first', 'gateway-resume,v1.gateway-lattice+json', 'opt-in'],
     ['an offer', `v1.gateway-lattice+json, gateway-resume.${offer({ token: 'abc' })}`, 'resume'],
-    ['an offer beside the opt-in', `v1.gateway-lattice+json, gateway-resume, gateway-resume.${offer({ token: 'abc' })}`, 'resume'],
+    [
+      'an offer beside the opt-in',
+      `v1.gateway-lattice+json, gateway-resume, gateway-resume.${offer({ token: 'abc' })}`,
+      'resume',
+    ],
     ['a lookalike protocol', 'v1.gateway-lattice+json, gateway-resumex', 'none'],
     ['an empty offer', 'v1.gateway-lattice+json, gateway-resume.', 'unreadable'],
   ])('reads %s', (_, header, kind) => {
@@ -34,7 +38,10 @@ describe(parseOffer.name, () => {
   });
 
   it('takes an offer without positions as an empty map', () => {
-    expect(parseOffer(offer({ token: 't' }))).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map(), countReplayed: false } });
+    expect(parseOffer(offer({ token: 't' }))).toEqual({
+      kind: 'resume',
+      offer: { token: 't', positions: new Map(), countReplayed: false },
+    });
   });
 
   it.each<[unknown, boolean]>([
@@ -43,7 +50,10 @@ describe(parseOffer.name, () => {
     [1, false],
     ['true', false],
   ])('reads "count_replayed": %j as %s (only true asks for the count)', (value, countReplayed) => {
-    expect(parseOffer(offer({ token: 't', count_replayed: value }))).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map(), countReplayed } });
+    expect(parseOffer(offer({ token: 't', count_replayed: value }))).toEqual({
+      kind: 'resume',
+      offer: { token: 't', positions: new Map(), countReplayed },
+    });
   });
 
   it.each<[string, string]>([
@@ -72,6 +82,9 @@ describe(parseOffer.name, () => {
 
   it('reads "__proto__" as an ordinary topic', () => {
     const encoded = Buffer.from('{"token":"t","positions":{"__proto__":[1,"e"]}}').toString('base64url');
-    expect(parseOffer(encoded)).toEqual({ kind: 'resume', offer: { token: 't', positions: new Map([['__proto__', { offset: 1, epoch: 'e' }]]), countReplayed: false } });
+    expect(parseOffer(encoded)).toEqual({
+      kind: 'resume',
+      offer: { token: 't', positions: new Map([['__proto__', { offset: 1, epoch: 'e' }]]), countReplayed: false },
+    });
   });
 });

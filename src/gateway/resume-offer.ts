@@ -69,9 +69,12 @@ export function parseOffer(encoded: string): ResumeRequest {
   }
   if (!isPlainObject(json)) return UNREADABLE;
   const { token, positions, count_replayed: countReplayed } = json;
-  if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH || !BASE64URL.test(token)) return UNREADABLE;
+  if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH || !BASE64URL.test(token))
+    return UNREADABLE;
   const parsed = positions === undefined ? new Map<string, TopicPosition>() : parsePositions(positions);
-  return parsed === null ? UNREADABLE : { kind: 'resume', offer: { token, positions: parsed, countReplayed: countReplayed === true } };
+  return parsed === null
+    ? UNREADABLE
+    : { kind: 'resume', offer: { token, positions: parsed, countReplayed: countReplayed === true } };
 }
 
 function parsePositions(value: unknown): Map<string, TopicPosition> | null {

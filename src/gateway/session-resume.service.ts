@@ -57,7 +57,12 @@ export class SessionResumeService {
    * namespace's log first, as any update. Returns the holder when a node took
    * the session meanwhile (the command is sent there).
    */
-  private async applyToRecord(records: SessionRecords, kind: string, connectionId: string, data: unknown): Promise<string | null> {
+  private async applyToRecord(
+    records: SessionRecords,
+    kind: string,
+    connectionId: string,
+    data: unknown,
+  ): Promise<string | null> {
     let edit: OrphanEdit;
     switch (kind) {
       case 'topic_subscribe': {
@@ -100,7 +105,11 @@ export class SessionResumeService {
    * it cannot be (the handshake then proceeds as a normal connection). In
    * cluster mode the answer comes from Redis: a promise.
    */
-  resume(socket: GatewaySocket, handler: Handler, request: ResumeRequest): Connection | null | Promise<Connection | null> {
+  resume(
+    socket: GatewaySocket,
+    handler: Handler,
+    request: ResumeRequest,
+  ): Connection | null | Promise<Connection | null> {
     if (request.kind === 'unreadable') {
       this.sessions.countFailure('invalid');
       return null;
@@ -120,7 +129,11 @@ export class SessionResumeService {
   helloMeta(connection: Connection, request: ResumeRequest): string {
     if (!connection.isResumable) return '{}';
     const isFailedResume = request.kind === 'resume' || request.kind === 'unreadable';
-    return encodeResumeMeta(this.sessions.issueToken(connection), this.sessions.windowSeconds, isFailedResume ? false : undefined);
+    return encodeResumeMeta(
+      this.sessions.issueToken(connection),
+      this.sessions.windowSeconds,
+      isFailedResume ? false : undefined,
+    );
   }
 
   /** Cluster mode: before hello, the new session's record is written (resumable on any node from then on). */
@@ -140,7 +153,11 @@ export class SessionResumeService {
    * node: rebuilt from its record under the same connection id, user and
    * authorization response, subscriptions back in place before the hello.
    */
-  private async resumeInCluster(socket: GatewaySocket, handler: Handler, offer: ResumeOffer): Promise<Connection | null> {
+  private async resumeInCluster(
+    socket: GatewaySocket,
+    handler: Handler,
+    offer: ResumeOffer,
+  ): Promise<Connection | null> {
     const taken = await this.sessions.takeOver(offer.token, handler.name);
     if (!taken.ok) return null;
     const { record, token } = taken;
@@ -160,7 +177,13 @@ export class SessionResumeService {
     return this.rebuild(socket, handler, record, offer, token);
   }
 
-  private async rebuild(socket: GatewaySocket, handler: Handler, record: SessionRecord, offer: ResumeOffer, token: string): Promise<Connection | null> {
+  private async rebuild(
+    socket: GatewaySocket,
+    handler: Handler,
+    record: SessionRecord,
+    offer: ResumeOffer,
+    token: string,
+  ): Promise<Connection | null> {
     const connection = this.registry.adopt(record.connectionId, socket, handler);
     // Live frames of its topics are held from now until the replay is out, then sent beyond it only (SPEC §12.3).
     connection.holdForReplay();
@@ -189,7 +212,12 @@ export class SessionResumeService {
     // Ended meanwhile (DELETE /v1/connection, taken over again), or detached (its client left again).
     if (connection.state !== 'pending') return connection;
     if (Logger.isLevelEnabled('log')) {
-      this.logger.log({ msg: 'session taken over', connection_id: connection.id, user_id: record.userId, from_node: record.previousHolder === '' ? null : record.previousHolder });
+      this.logger.log({
+        msg: 'session taken over',
+        connection_id: connection.id,
+        user_id: record.userId,
+        from_node: record.previousHolder === '' ? null : record.previousHolder,
+      });
     }
     void this.greetResumed(connection, offer, token);
     return connection;
@@ -215,7 +243,8 @@ export class SessionResumeService {
     const old = connection.socket;
     this.registry.reattach(connection, socket);
     socket.connection = connection;
-    if (old !== socket && (old.readyState === old.OPEN || old.readyState === old.CONNECTING)) old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
+    if (old !== socket && (old.readyState === old.OPEN || old.readyState === old.CONNECTING))
+      old.close(CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED);
   }
 
   /**
@@ -239,9 +268,21 @@ export class SessionResumeService {
     }
     if (connection.socket !== socket || connection.state !== 'pending') return;
     const replayed = offer.countReplayed ? plan.frames.length : undefined;
-    const meta = encodeResumeMeta(token ?? this.sessions.issueToken(connection), this.sessions.windowSeconds, true, plan.lostTopics, replayed);
+    const meta = encodeResumeMeta(
+      token ?? this.sessions.issueToken(connection),
+      this.sessions.windowSeconds,
+      true,
+      plan.lostTopics,
+      replayed,
+    );
     if (Logger.isLevelEnabled('log')) {
-      this.logger.log({ msg: 'connection resumed', connection_id: connection.id, user_id: connection.userId, replayed: plan.frames.length, lost: plan.lostTopics.length });
+      this.logger.log({
+        msg: 'connection resumed',
+        connection_id: connection.id,
+        user_id: connection.userId,
+        replayed: plan.frames.length,
+        lost: plan.lostTopics.length,
+      });
     }
     this.helloSequence.sendResumed(connection, meta, plan);
   }

@@ -84,7 +84,14 @@ describe(mergeVariable.name, () => {
     ['an equal counter changes nothing', 'counter', 5, 5, 5, undefined],
     ['a new set is stored sorted and unique', 'set', undefined, ['b', 'a', 'b'], ['a', 'b'], ['a', 'b']],
     ['a new empty set is a change', 'set', undefined, [], [], []],
-    ['a set delta holds only added elements', 'set', ['a', 'c'], ['d', 'c', 'b', 'b'], ['a', 'b', 'c', 'd'], ['b', 'd']],
+    [
+      'a set delta holds only added elements',
+      'set',
+      ['a', 'c'],
+      ['d', 'c', 'b', 'b'],
+      ['a', 'b', 'c', 'd'],
+      ['b', 'd'],
+    ],
     ['a set with nothing new changes nothing', 'set', ['a', 'b'], ['b', 'a', 'a'], ['a', 'b'], undefined],
     ['an empty incoming set changes nothing', 'set', ['a'], [], ['a'], undefined],
     ['a new register takes the incoming value', 'register', undefined, [1, 'x'], [1, 'x'], [1, 'x']],
@@ -93,7 +100,14 @@ describe(mergeVariable.name, () => {
     ['on a version tie the greater canonical JSON wins', 'register', [1, 'a'], [1, 'b'], [1, 'b'], [1, 'b']],
     ['on a version tie the smaller canonical JSON loses', 'register', [1, 'b'], [1, 'a'], [1, 'b'], undefined],
     ['on a version tie 10 beats "z" because `1` sorts after `"`', 'register', [3, 'z'], [3, 10], [3, 10], [3, 10]],
-    ['an equal register changes nothing', 'register', [1, { a: 1, b: 2 }], [1, { b: 2, a: 1 }], [1, { a: 1, b: 2 }], undefined],
+    [
+      'an equal register changes nothing',
+      'register',
+      [1, { a: 1, b: 2 }],
+      [1, { b: 2, a: 1 }],
+      [1, { a: 1, b: 2 }],
+      undefined,
+    ],
   ])('%s', (_fact, kind, current, incoming, value, delta) => {
     expect(mergeVariable(kind, current, incoming)).toEqual({ value, delta });
   });
@@ -114,7 +128,11 @@ describe(canonicalJson.name, () => {
     ['keeps primitives as JSON.stringify does', 'a"b', '"a\\"b"'],
     ['writes null', null, 'null'],
     ['sorts object keys', { b: 1, a: 2 }, '{"a":2,"b":1}'],
-    ['sorts keys at every depth', { z: [{ y: 1, x: 2 }], a: { d: null, c: true } }, '{"a":{"c":true,"d":null},"z":[{"x":2,"y":1}]}'],
+    [
+      'sorts keys at every depth',
+      { z: [{ y: 1, x: 2 }], a: { d: null, c: true } },
+      '{"a":{"c":true,"d":null},"z":[{"x":2,"y":1}]}',
+    ],
     ['keeps array order', [3, 1, 2], '[3,1,2]'],
     ['sorts keys by JS string order', { b: 0, B: 0, a: 0 }, '{"B":0,"a":0,"b":0}'],
     ['keeps a __proto__ key as data', JSON.parse('{"__proto__":1,"a":2}') as JsonValue, '{"__proto__":1,"a":2}'],
@@ -139,7 +157,13 @@ describe('CRDT laws', () => {
   const lawCases: [VariableKind, fc.Arbitrary<VariableValue>][] = [
     ['counter', fc.oneof(fc.nat(20), fc.maxSafeNat())],
     ['set', fc.array(fc.constantFrom('a', 'b', 'c', 'd', 'e', '', 'é', 'Z'), { maxLength: 6 })],
-    ['register', fc.tuple(version, fc.json({ maxDepth: 2 }).map((text) => JSON.parse(text) as JsonValue))],
+    [
+      'register',
+      fc.tuple(
+        version,
+        fc.json({ maxDepth: 2 }).map((text) => JSON.parse(text) as JsonValue),
+      ),
+    ],
   ];
 
   describe.each(lawCases)('%s', (kind, raw) => {

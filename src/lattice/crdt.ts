@@ -4,13 +4,7 @@
  */
 
 /** Any value `JSON.parse` can return. */
-export type JsonValue =
-  | null
-  | boolean
-  | number
-  | string
-  | readonly JsonValue[]
-  | { readonly [key: string]: JsonValue };
+export type JsonValue = null | boolean | number | string | readonly JsonValue[] | { readonly [key: string]: JsonValue };
 
 /** The CRDT type of a variable, named by its suffix. */
 export type VariableKind = 'counter' | 'set' | 'register';

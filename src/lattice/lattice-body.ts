@@ -22,8 +22,7 @@ export interface LatticeBody {
 
 /** Result of {@link parseLatticeBody}: the body, or a "what and where" message. */
 export type LatticeBodyResult =
-  | { readonly ok: true; readonly value: LatticeBody }
-  | { readonly ok: false; readonly message: string };
+  { readonly ok: true; readonly value: LatticeBody } | { readonly ok: false; readonly message: string };
 
 type JsonObject = { readonly [key: string]: unknown };
 

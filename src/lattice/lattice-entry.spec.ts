@@ -15,7 +15,14 @@ describe(encodeEntry.name, () => {
     const sut = {
       atMs: 1_700_000_000_123,
       body: body({
-        shared: { room1: { last_message_counter: 9_007_199_254_740_991, tags_set: ['b', 'a'], topic_register: [1.5, { x: [1, null] }] }, __proto__x: {} },
+        shared: {
+          room1: {
+            last_message_counter: 9_007_199_254_740_991,
+            tags_set: ['b', 'a'],
+            topic_register: [1.5, { x: [1, null] }],
+          },
+          __proto__x: {},
+        },
         private: { 'u:1': { room1: { last_seen_counter: 3, expires_in: '90s' }, 'room.2': {} } },
       }),
     };
@@ -45,7 +52,14 @@ describe(encodeEntry.name, () => {
 describe('LatticeStore.exportNamespace', () => {
   it('gives a body that rebuilds the same state in a fresh store, deadlines included', () => {
     const source = new LatticeStore();
-    source.merge('ns', body({ shared: { k: { a_counter: 2, s_set: ['x'] } }, private: { u1: { k: { r_register: [1, 'v'], expires_in: '10s' } }, u2: { k: {} } } }), 1000);
+    source.merge(
+      'ns',
+      body({
+        shared: { k: { a_counter: 2, s_set: ['x'] } },
+        private: { u1: { k: { r_register: [1, 'v'], expires_in: '10s' } }, u2: { k: {} } },
+      }),
+      1000,
+    );
     const exported = source.exportNamespace('ns', 5000);
     const copy = new LatticeStore();
     copy.merge('ns', roundTrip(encodeEntry({ atMs: 5000, body: exported })).body, 5000);

@@ -23,7 +23,10 @@ export function encodeEntry(entry: LatticeEntry): string {
   const wire: WireEntry = {
     a: entry.atMs,
     s: [...entry.body.shared].map(([key, variables]) => [key, [...variables]]),
-    p: [...entry.body.private].map(([userId, keys]) => [userId, [...keys].map(([key, update]) => [key, [[...update.variables], update.expiresInMs ?? null]])]),
+    p: [...entry.body.private].map(([userId, keys]) => [
+      userId,
+      [...keys].map(([key, update]) => [key, [[...update.variables], update.expiresInMs ?? null]]),
+    ]),
   };
   return JSON.stringify(wire);
 }
@@ -35,12 +38,15 @@ export function encodeEntry(entry: LatticeEntry): string {
  */
 export function decodeEntry(json: unknown): LatticeEntry {
   const wire = json as Partial<WireEntry> | null;
-  if (wire === null || typeof wire !== 'object' || typeof wire.a !== 'number') throw new TypeError('lattice entry: no time');
+  if (wire === null || typeof wire !== 'object' || typeof wire.a !== 'number')
+    throw new TypeError('lattice entry: no time');
   const shared = new Map(pairs(wire.s, 'shared').map(([key, variables]) => [key, readVariables(variables)]));
   const privateMap = new Map(
     pairs(wire.p, 'private').map(([userId, keys]) => [
       userId,
-      new Map(pairs(keys, 'private entry').map(([key, entry]): [string, PrivateEntryUpdate] => readPrivate(key, entry))),
+      new Map(
+        pairs(keys, 'private entry').map(([key, entry]): [string, PrivateEntryUpdate] => readPrivate(key, entry)),
+      ),
     ]),
   );
   return { atMs: wire.a, body: { shared, private: privateMap } };
@@ -66,7 +72,8 @@ function readVariables(list: unknown): Map<string, VariableValue> {
 function pairs(list: unknown, what: string): [string, unknown][] {
   if (!Array.isArray(list)) throw new TypeError(`lattice entry: ${what} is not a list`);
   for (const pair of list) {
-    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string') throw new TypeError(`lattice entry: malformed ${what}`);
+    if (!Array.isArray(pair) || pair.length !== 2 || typeof pair[0] !== 'string')
+      throw new TypeError(`lattice entry: malformed ${what}`);
   }
   return list as [string, unknown][];
 }

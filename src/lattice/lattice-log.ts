@@ -62,7 +62,10 @@ redis.call('HSET', KEYS[1], 's', ARGV[2])
 redis.call('XTRIM', KEYS[2], 'MINID', (tonumber(ARGV[2]) + 1) .. '-0')
 return 1`;
 
-const NOT_APPENDED = new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the lattice update was not applied; retry');
+const NOT_APPENDED = new ClusterUnavailableError(
+  'cluster_unavailable',
+  'Redis is not reachable from this node: the lattice update was not applied; retry',
+);
 
 type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
 
@@ -98,22 +101,35 @@ export class LatticeLog {
    */
   async append(namespace: string, entry: LatticeEntry): Promise<LogPosition> {
     const epoch = randomBytes(9).toString('base64url');
-    const args = [this.head, encodeEntry(entry), this.retentionMs, epoch, this.names.channel('l', namespace), this.link.instance];
+    const args = [
+      this.head,
+      encodeEntry(entry),
+      this.retentionMs,
+      epoch,
+      this.names.channel('l', namespace),
+      this.link.instance,
+    ];
     if (!this.link.isUp) throw NOT_APPENDED;
-    const [e, v, s] = (await this.appendScript(this.keys(namespace), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number, number];
+    const [e, v, s] = (await this.appendScript(this.keys(namespace), args).catch(() =>
+      Promise.reject(NOT_APPENDED),
+    )) as [string, number, number];
     if (v - s > COMPACT_AFTER_ENTRIES) void this.compact(namespace).catch(() => undefined);
     return { epoch: e, version: v };
   }
 
   async read(namespace: string): Promise<LogContents> {
-    const reply = (await this.readScript(this.keys(namespace), [])) as [] | [string, number, number, string | null, [string, string[]][]];
+    const reply = (await this.readScript(this.keys(namespace), [])) as
+      [] | [string, number, number, string | null, [string, string[]][]];
     if (reply.length === 0) return { position: null, snapshotVersion: 0, snapshot: null, entries: [] };
     const [epoch, version, snapshotVersion, snapshot, rows] = reply;
     return {
       position: { epoch, version },
       snapshotVersion,
       snapshot: snapshot === null ? null : decodeEntry(JSON.parse(snapshot)),
-      entries: rows.map(([id, fields]) => ({ version: Number.parseInt(id, 10), entry: decodeEntry(JSON.parse(fields[1])) })),
+      entries: rows.map(([id, fields]) => ({
+        version: Number.parseInt(id, 10),
+        entry: decodeEntry(JSON.parse(fields[1])),
+      })),
     };
   }
 
@@ -140,7 +156,8 @@ export class LatticeLog {
   /** Keep the keys of namespaces this node holds for another LATTICE_RETENTION. */
   async refresh(namespaces: Iterable<string>): Promise<void> {
     const commands: string[][] = [];
-    for (const namespace of namespaces) for (const key of this.keys(namespace)) commands.push(['pexpire', key, String(this.retentionMs)]);
+    for (const namespace of namespaces)
+      for (const key of this.keys(namespace)) commands.push(['pexpire', key, String(this.retentionMs)]);
     if (commands.length > 0) await this.link.timed('pexpire', this.link.command.pipeline(commands).exec());
   }
 

@@ -62,7 +62,9 @@ export class LatticeReplicas {
   run(namespace: string, step: () => Promise<void> | void): Promise<void> {
     const replica = this.replicas.get(namespace);
     if (replica === undefined) return Promise.resolve();
-    const next = replica.chain.then(step).catch((err: Error) => this.logger.warn({ msg: 'lattice sync step failed', namespace, error: err.message }));
+    const next = replica.chain
+      .then(step)
+      .catch((err: Error) => this.logger.warn({ msg: 'lattice sync step failed', namespace, error: err.message }));
     replica.chain = next;
     return next;
   }
@@ -117,7 +119,11 @@ export class LatticeReplicas {
 
   /** After a Redis reconnect: re-read every held namespace, healing what Redis lost. */
   async resyncAll(): Promise<void> {
-    await Promise.all([...this.replicas.keys()].map((namespace) => this.run(namespace, () => this.resync(namespace, this.replicas.get(namespace)!, true))));
+    await Promise.all(
+      [...this.replicas.keys()].map((namespace) =>
+        this.run(namespace, () => this.resync(namespace, this.replicas.get(namespace)!, true)),
+      ),
+    );
   }
 
   private async receive(namespace: string, position: LogPosition, entry: LatticeEntry): Promise<void> {
@@ -142,21 +148,26 @@ export class LatticeReplicas {
     const held = replica.position;
     const isSameEpoch = held !== null && contents.position !== null && contents.position.epoch === held.epoch;
     if (isSameEpoch && held.version <= contents.position!.version) {
-      if (held.version < contents.snapshotVersion && contents.snapshot !== null) this.apply(namespace, contents.snapshot);
+      if (held.version < contents.snapshotVersion && contents.snapshot !== null)
+        this.apply(namespace, contents.snapshot);
       for (const row of contents.entries) if (row.version > held.version) this.apply(namespace, row.entry);
       replica.position = contents.position;
       return;
     }
     // Our copy is ahead of Redis in the same epoch: Redis rolled back (SPEC §13.1).
-    if (isSameEpoch) this.log.rolledBack(`lattice ${namespace}: redis holds version ${contents.position!.version}, this node applied ${held.version}`);
+    if (isSameEpoch)
+      this.log.rolledBack(
+        `lattice ${namespace}: redis holds version ${contents.position!.version}, this node applied ${held.version}`,
+      );
     for (const entry of entriesOf(contents)) this.apply(namespace, entry);
     replica.position = contents.position;
     if (held === null || !isRepair) return;
     // Redis lost this namespace or part of it (restarted empty or from an older snapshot, or another
     // epoch began): merge our copy back (idempotent, CLUSTER.md principle 4).
-    this.logger.warn({ msg: 'lattice namespace lost by redis: re-appending this node\'s state', namespace });
+    this.logger.warn({ msg: "lattice namespace lost by redis: re-appending this node's state", namespace });
     const healed = await this.log.append(namespace, this.exportState(namespace));
     const current = replica.position;
-    if (current === null || (current.epoch === healed.epoch && healed.version === current.version + 1)) replica.position = healed;
+    if (current === null || (current.epoch === healed.epoch && healed.version === current.version + 1))
+      replica.position = healed;
   }
 }

@@ -51,7 +51,14 @@ describe(LatticeStore.name, () => {
 
   describe('the swindon scenario', () => {
     const update = (shared: number, seen: number) =>
-      sut.merge(NS, body({ shared: { room: { last_message_counter: shared } }, private: { u: { room: { last_seen_counter: seen } } } }), NOW);
+      sut.merge(
+        NS,
+        body({
+          shared: { room: { last_message_counter: shared } },
+          private: { u: { room: { last_seen_counter: seen } } },
+        }),
+        NOW,
+      );
 
     beforeEach(() => update(100, 100));
 
@@ -67,7 +74,9 @@ describe(LatticeStore.name, () => {
         private: { u: { room: { last_seen_counter: 102 } } },
         gained: {},
       });
-      expect(sut.visibleDeltaFor(NS, 'u', delta)).toEqual({ room: { last_message_counter: 101, last_seen_counter: 102 } });
+      expect(sut.visibleDeltaFor(NS, 'u', delta)).toEqual({
+        room: { last_message_counter: 101, last_seen_counter: 102 },
+      });
     });
 
     it('reports only the private counter when the shared one goes back (99/107)', () => {
@@ -174,7 +183,11 @@ describe(LatticeStore.name, () => {
   });
 
   it('lets a private variable override a shared one of the same name', () => {
-    sut.merge(NS, body({ shared: { k: { x_counter: 10, y_counter: 1 } }, private: { u: { k: { x_counter: 3 } } } }), NOW);
+    sut.merge(
+      NS,
+      body({ shared: { k: { x_counter: 10, y_counter: 1 } }, private: { u: { k: { x_counter: 3 } } } }),
+      NOW,
+    );
     const delta = sut.merge(NS, body({ shared: { k: { x_counter: 20, y_counter: 2 } } }), NOW);
 
     expect(sut.snapshotFor(NS, 'u')).toEqual({ k: { x_counter: 3, y_counter: 2 } });
@@ -229,7 +242,7 @@ describe(LatticeStore.name, () => {
     });
 
     it('expires many entries in deadline order, refreshed ones at their new deadline', () => {
-      const seconds = [...Array(200).keys()].map((i) => (i * 37) % 200 + 1);
+      const seconds = [...Array(200).keys()].map((i) => ((i * 37) % 200) + 1);
       seconds.forEach((s, i) => grant(`u${i}`, 'k', `${s}s`));
       seconds.forEach((s, i) => i % 2 === 0 && grant(`u${i}`, 'k', `${s + 1000}s`));
 
@@ -279,12 +292,22 @@ describe(LatticeStore.name, () => {
     const users = ['a', 'b', 'c'];
     const keys = ['k1', 'k2'];
     const sharedVars = fc.record(
-      { s_counter: fc.nat(9), s_set: fc.array(fc.constantFrom('x', 'y', 'z')), s_register: fc.tuple(fc.nat(3), fc.constantFrom('p', 'q')) },
+      {
+        s_counter: fc.nat(9),
+        s_set: fc.array(fc.constantFrom('x', 'y', 'z')),
+        s_register: fc.tuple(fc.nat(3), fc.constantFrom('p', 'q')),
+      },
       { requiredKeys: [] },
     );
-    const privateVars = fc.record({ p_counter: fc.nat(9), p_set: fc.array(fc.constantFrom('x', 'y')) }, { requiredKeys: [] });
+    const privateVars = fc.record(
+      { p_counter: fc.nat(9), p_set: fc.array(fc.constantFrom('x', 'y')) },
+      { requiredKeys: [] },
+    );
     const rawBody = fc.record(
-      { shared: fc.dictionary(fc.constantFrom(...keys), sharedVars), private: fc.dictionary(fc.constantFrom(...users), fc.dictionary(fc.constantFrom(...keys), privateVars)) },
+      {
+        shared: fc.dictionary(fc.constantFrom(...keys), sharedVars),
+        private: fc.dictionary(fc.constantFrom(...users), fc.dictionary(fc.constantFrom(...keys), privateVars)),
+      },
       { requiredKeys: [] },
     );
 

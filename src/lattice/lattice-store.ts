@@ -156,7 +156,10 @@ export class LatticeStore {
       const updates = new Map<string, PrivateEntryUpdate>();
       for (const [key, entry] of entries) {
         if (entry.expiresAt !== null && entry.expiresAt <= nowMs) continue;
-        updates.set(key, { variables: entry.variables, expiresInMs: entry.expiresAt === null ? undefined : entry.expiresAt - nowMs });
+        updates.set(key, {
+          variables: entry.variables,
+          expiresInMs: entry.expiresAt === null ? undefined : entry.expiresAt - nowMs,
+        });
       }
       if (updates.size > 0) privateMap.set(userId, updates);
     }
@@ -197,7 +200,11 @@ export class LatticeStore {
 
   /** The earliest pending deadline (epoch ms), or null: arm one timer for it, then call `expire`. */
   nextExpiryAt(): number | null {
-    for (let top = this.expiries.peek(); top !== undefined && top.key.entry.expiresAt !== top.atMs; top = this.expiries.peek()) {
+    for (
+      let top = this.expiries.peek();
+      top !== undefined && top.key.entry.expiresAt !== top.atMs;
+      top = this.expiries.peek()
+    ) {
       this.expiries.pop();
     }
     return this.expiries.peekAt();

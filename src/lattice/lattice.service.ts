@@ -63,7 +63,8 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     this.framesSent = metrics.framesSent.labels('lattice');
     if (cluster.link !== null) {
       this.log = new LatticeLog(cluster.link, cluster.names, cluster.nodeId, config.latticeRetentionMs);
-      const apply = (namespace: string, entry: LatticeEntry) => this.applyUpdate(namespace, entry.body, entry.atMs, true);
+      const apply = (namespace: string, entry: LatticeEntry) =>
+        this.applyUpdate(namespace, entry.body, entry.atMs, true);
       const exportState = (namespace: string): LatticeEntry => {
         const atMs = Date.now();
         return { atMs, body: this.store.exportNamespace(namespace, atMs) };
@@ -72,7 +73,10 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
       cluster.link.onUp(() => this.replicas!.resyncAll());
       const log = this.log;
       const replicas = this.replicas;
-      this.retentionTimer = setInterval(() => void log.refresh(replicas.namespaces).catch(() => undefined), retentionRefreshMs(config.latticeRetentionMs));
+      this.retentionTimer = setInterval(
+        () => void log.refresh(replicas.namespaces).catch(() => undefined),
+        retentionRefreshMs(config.latticeRetentionMs),
+      );
       this.retentionTimer.unref();
       this.positionTimer = setInterval(() => {
         if (cluster.link!.isUp) void replicas.checkPositions().catch(() => undefined);
@@ -82,8 +86,14 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
   }
 
   onModuleInit(): void {
-    this.broker.handle<SubscribeData>('lattice_subscribe', (connectionId, data) => this.applySubscribe(connectionId, data.namespace, data.body), SUBSCRIBE_CODEC);
-    this.broker.handle<string>('lattice_unsubscribe', (connectionId, namespace) => this.applyUnsubscribe(connectionId, namespace));
+    this.broker.handle<SubscribeData>(
+      'lattice_subscribe',
+      (connectionId, data) => this.applySubscribe(connectionId, data.namespace, data.body),
+      SUBSCRIBE_CODEC,
+    );
+    this.broker.handle<string>('lattice_unsubscribe', (connectionId, namespace) =>
+      this.applyUnsubscribe(connectionId, namespace),
+    );
     this.broker.listen('l', (namespace, payload) => this.replicas?.message(namespace, payload));
     this.registry.onRemove((connection) => {
       for (const namespace of [...(this.byConnection.get(connection) ?? [])]) this.detach(connection, namespace);
@@ -255,12 +265,15 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     if (at === null || (this.expiryAt !== null && this.expiryAt <= at)) return;
     if (this.expiryTimer) clearTimeout(this.expiryTimer);
     this.expiryAt = at;
-    this.expiryTimer = setTimeout(() => {
-      this.expiryTimer = null;
-      this.expiryAt = null;
-      this.store.expire(Date.now());
-      this.armExpiry();
-    }, Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())));
+    this.expiryTimer = setTimeout(
+      () => {
+        this.expiryTimer = null;
+        this.expiryAt = null;
+        this.store.expire(Date.now());
+        this.armExpiry();
+      },
+      Math.min(MAX_TIMER_MS, Math.max(0, at - Date.now())),
+    );
     this.expiryTimer.unref();
   }
 }

@@ -1,7 +1,12 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { GatewayConfig } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { CLOSE_GOING_AWAY, CLOSE_SERVICE_RESTART, REASON_SERVICE_RESTART, REASON_SHUTDOWN } from '../protocol/close-codes';
+import {
+  CLOSE_GOING_AWAY,
+  CLOSE_SERVICE_RESTART,
+  REASON_SERVICE_RESTART,
+  REASON_SHUTDOWN,
+} from '../protocol/close-codes';
 import { UpstreamClient } from '../upstream/upstream.client';
 
 /** Runs when draining starts (e.g. the public listener stops accepting). */
@@ -56,7 +61,8 @@ export class ShutdownService {
     while (this.registry.liveCount > 0 && Date.now() < deadlineAt) {
       await new Promise((resolve) => setTimeout(resolve, IN_FLIGHT_POLL_MS));
     }
-    for (const connection of [...this.registry.all()]) if (connection.state !== 'detached') connection.socket.terminate();
+    for (const connection of [...this.registry.all()])
+      if (connection.state !== 'detached') connection.socket.terminate();
   }
 
   private async awaitInFlight(deadlineAt: number): Promise<void> {

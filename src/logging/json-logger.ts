@@ -3,10 +3,24 @@ import { LogFormat, LogLevel } from '../config/gateway-config';
 
 const LEVEL_RANK: Record<LogLevel, number> = { error: 0, warn: 1, info: 2, debug: 3 };
 type NestLevel = 'error' | 'warn' | 'log' | 'debug' | 'verbose' | 'fatal';
-const FROM_NEST: Record<NestLevel, LogLevel> = { fatal: 'error', error: 'error', warn: 'warn', log: 'info', debug: 'debug', verbose: 'debug' };
+const FROM_NEST: Record<NestLevel, LogLevel> = {
+  fatal: 'error',
+  error: 'error',
+  warn: 'warn',
+  log: 'info',
+  debug: 'debug',
+  verbose: 'debug',
+};
 
 /** Nest's own start-up chatter: written at debug, not info. */
-const FRAMEWORK_CONTEXTS = new Set(['InstanceLoader', 'RoutesResolver', 'RouterExplorer', 'WebSocketsController', 'NestFactory', 'NestApplication']);
+const FRAMEWORK_CONTEXTS = new Set([
+  'InstanceLoader',
+  'RoutesResolver',
+  'RouterExplorer',
+  'WebSocketsController',
+  'NestFactory',
+  'NestApplication',
+]);
 
 /**
  * Nest's names of the levels LOG_LEVEL `level` writes, for Logger.overrideLogger:
@@ -36,17 +50,30 @@ export class JsonLogger implements LoggerService {
     this.maxRank = LEVEL_RANK[level];
   }
 
-  log(message: unknown, ...rest: unknown[]): void { this.write('log', message, rest); }
-  error(message: unknown, ...rest: unknown[]): void { this.write('error', message, rest); }
-  warn(message: unknown, ...rest: unknown[]): void { this.write('warn', message, rest); }
-  debug(message: unknown, ...rest: unknown[]): void { this.write('debug', message, rest); }
-  verbose(message: unknown, ...rest: unknown[]): void { this.write('verbose', message, rest); }
-  fatal(message: unknown, ...rest: unknown[]): void { this.write('fatal', message, rest); }
+  log(message: unknown, ...rest: unknown[]): void {
+    this.write('log', message, rest);
+  }
+  error(message: unknown, ...rest: unknown[]): void {
+    this.write('error', message, rest);
+  }
+  warn(message: unknown, ...rest: unknown[]): void {
+    this.write('warn', message, rest);
+  }
+  debug(message: unknown, ...rest: unknown[]): void {
+    this.write('debug', message, rest);
+  }
+  verbose(message: unknown, ...rest: unknown[]): void {
+    this.write('verbose', message, rest);
+  }
+  fatal(message: unknown, ...rest: unknown[]): void {
+    this.write('fatal', message, rest);
+  }
 
   private write(nestLevel: NestLevel, message: unknown, rest: unknown[]): void {
     // Nest passes the context last; an error's stack comes before it.
     const context = typeof rest[rest.length - 1] === 'string' ? (rest.pop() as string) : undefined;
-    const level = nestLevel === 'log' && context !== undefined && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : FROM_NEST[nestLevel];
+    const level =
+      nestLevel === 'log' && context !== undefined && FRAMEWORK_CONTEXTS.has(context) ? 'debug' : FROM_NEST[nestLevel];
     if (LEVEL_RANK[level] > this.maxRank) return;
     const entry: Record<string, unknown> = { time: new Date().toISOString(), level, context };
     if (typeof message === 'object' && message !== null && !(message instanceof Error)) Object.assign(entry, message);

@@ -14,11 +14,28 @@ export type UpstreamKind = 'auth' | 'call' | 'inactive';
 export class GatewayMetrics {
   readonly registry = new Registry();
 
-  readonly connections = new Gauge({ name: 'gateway_connections', help: 'Open WebSocket connections (pending included)', registers: [this.registry] });
+  readonly connections = new Gauge({
+    name: 'gateway_connections',
+    help: 'Open WebSocket connections (pending included)',
+    registers: [this.registry],
+  });
   /** MAX_CONNECTIONS, so that an alert can compare `gateway_connections` with it (deploy/prometheus/alerts.yml). */
-  readonly connectionsLimit = new Gauge({ name: 'gateway_connections_limit', help: 'MAX_CONNECTIONS: open WebSockets allowed on this node', registers: [this.registry] });
-  readonly connectionsOpened = new Counter({ name: 'gateway_connections_opened_total', help: 'WebSocket connections accepted', registers: [this.registry] });
-  readonly auth = new Counter({ name: 'gateway_auth_total', help: 'Authorization outcomes', labelNames: ['result'] as const, registers: [this.registry] });
+  readonly connectionsLimit = new Gauge({
+    name: 'gateway_connections_limit',
+    help: 'MAX_CONNECTIONS: open WebSockets allowed on this node',
+    registers: [this.registry],
+  });
+  readonly connectionsOpened = new Counter({
+    name: 'gateway_connections_opened_total',
+    help: 'WebSocket connections accepted',
+    registers: [this.registry],
+  });
+  readonly auth = new Counter({
+    name: 'gateway_auth_total',
+    help: 'Authorization outcomes',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly upstreamRequests = new Counter({
     name: 'gateway_upstream_requests_total',
     help: 'Upstream requests by destination, kind and outcome',
@@ -32,35 +49,85 @@ export class GatewayMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  readonly framesSent = new Counter({ name: 'gateway_frames_sent_total', help: 'Frames sent to clients by type', labelNames: ['type'] as const, registers: [this.registry] });
-  readonly clientFrames = new Counter({ name: 'gateway_client_frames_total', help: 'Frames received from clients by outcome', labelNames: ['outcome'] as const, registers: [this.registry] });
+  readonly framesSent = new Counter({
+    name: 'gateway_frames_sent_total',
+    help: 'Frames sent to clients by type',
+    labelNames: ['type'] as const,
+    registers: [this.registry],
+  });
+  readonly clientFrames = new Counter({
+    name: 'gateway_client_frames_total',
+    help: 'Frames received from clients by outcome',
+    labelNames: ['outcome'] as const,
+    registers: [this.registry],
+  });
   readonly backendApiRequests = new Counter({
     name: 'gateway_backend_api_requests_total',
     help: 'Backend API requests by endpoint and status',
     labelNames: ['endpoint', 'status'] as const,
     registers: [this.registry],
   });
-  readonly topics = new Gauge({ name: 'gateway_topics', help: 'Topics with at least one local subscriber', registers: [this.registry] });
-  readonly latticeNamespaces = new Gauge({ name: 'gateway_lattice_namespaces', help: 'Lattice namespaces held on this node', registers: [this.registry] });
-  readonly slowConsumerCloses = new Counter({ name: 'gateway_slow_consumer_closes_total', help: 'Connections closed as slow consumers', registers: [this.registry] });
+  readonly topics = new Gauge({
+    name: 'gateway_topics',
+    help: 'Topics with at least one local subscriber',
+    registers: [this.registry],
+  });
+  readonly latticeNamespaces = new Gauge({
+    name: 'gateway_lattice_namespaces',
+    help: 'Lattice namespaces held on this node',
+    registers: [this.registry],
+  });
+  readonly slowConsumerCloses = new Counter({
+    name: 'gateway_slow_consumer_closes_total',
+    help: 'Connections closed as slow consumers',
+    registers: [this.registry],
+  });
 
   // Resumable sessions and topic history (SPEC §12.8).
-  readonly sessionsDetached = new Gauge({ name: 'gateway_sessions_detached', help: 'Resumable sessions waiting for their client (SPEC §12.2)', registers: [this.registry] });
+  readonly sessionsDetached = new Gauge({
+    name: 'gateway_sessions_detached',
+    help: 'Resumable sessions waiting for their client (SPEC §12.2)',
+    registers: [this.registry],
+  });
   readonly resumes = new Counter({
     name: 'gateway_resumes_total',
     help: 'Resume attempts by result: resumed, expired (the session had ended), invalid (unknown token or unreadable offer)',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
-  readonly replayedMessages = new Counter({ name: 'gateway_replayed_messages_total', help: 'Topic messages replayed to resumed sessions', registers: [this.registry] });
-  readonly lostTopics = new Counter({ name: 'gateway_lost_topics_total', help: 'Topics reported lost to resumed sessions (history no longer held)', registers: [this.registry] });
-  readonly topicHistoryMessages = new Gauge({ name: 'gateway_topic_history_messages', help: 'Messages held in topic histories (single node)', registers: [this.registry] });
+  readonly replayedMessages = new Counter({
+    name: 'gateway_replayed_messages_total',
+    help: 'Topic messages replayed to resumed sessions',
+    registers: [this.registry],
+  });
+  readonly lostTopics = new Counter({
+    name: 'gateway_lost_topics_total',
+    help: 'Topics reported lost to resumed sessions (history no longer held)',
+    registers: [this.registry],
+  });
+  readonly topicHistoryMessages = new Gauge({
+    name: 'gateway_topic_history_messages',
+    help: 'Messages held in topic histories (single node)',
+    registers: [this.registry],
+  });
 
   // Cluster mode (SPEC §11) only: not exported by a single node (issue 20), where
   // `gateway_redis_up 0` would fire every "Redis down" alert. Registered by the constructor.
-  readonly redisUp = new Gauge({ name: 'gateway_redis_up', help: '1 while both Redis connections are ready (cluster mode)', registers: [] });
-  readonly redisReconnects = new Counter({ name: 'gateway_redis_reconnects_total', help: 'Redis connection attempts after a loss', registers: [] });
-  readonly redisFailovers = new Counter({ name: 'gateway_redis_failovers_total', help: 'Primary changes this node saw (Redis Sentinel, SPEC §13.2)', registers: [] });
+  readonly redisUp = new Gauge({
+    name: 'gateway_redis_up',
+    help: '1 while both Redis connections are ready (cluster mode)',
+    registers: [],
+  });
+  readonly redisReconnects = new Counter({
+    name: 'gateway_redis_reconnects_total',
+    help: 'Redis connection attempts after a loss',
+    registers: [],
+  });
+  readonly redisFailovers = new Counter({
+    name: 'gateway_redis_failovers_total',
+    help: 'Primary changes this node saw (Redis Sentinel, SPEC §13.2)',
+    registers: [],
+  });
   readonly redisCommandDuration = new Histogram({
     name: 'gateway_redis_command_duration_seconds',
     help: 'Redis command round trips by command',
@@ -84,13 +151,26 @@ export class GatewayMetrics {
     help: 'Times Redis came back with less than it had acknowledged (restart from an older snapshot, failover to a lagging replica; SPEC §13.1)',
     registers: [],
   });
-  readonly latticeRepairs = new Counter({ name: 'gateway_lattice_repairs_total', help: 'Namespaces re-read from Redis after a missed update or a reconnect', registers: [] });
+  readonly latticeRepairs = new Counter({
+    name: 'gateway_lattice_repairs_total',
+    help: 'Namespaces re-read from Redis after a missed update or a reconnect',
+    registers: [],
+  });
 
   /** `isCluster`: REDIS_URL is set; only then are the cluster metrics exported. */
   constructor(isCluster = true) {
     collectDefaultMetrics({ register: this.registry });
     if (!isCluster) return;
-    const clusterMetrics: Metric<string>[] = [this.redisUp, this.redisReconnects, this.redisFailovers, this.redisCommandDuration, this.brokerMessages, this.brokerMessagesDropped, this.latticeRepairs, this.redisRollbacks];
+    const clusterMetrics: Metric<string>[] = [
+      this.redisUp,
+      this.redisReconnects,
+      this.redisFailovers,
+      this.redisCommandDuration,
+      this.brokerMessages,
+      this.brokerMessagesDropped,
+      this.latticeRepairs,
+      this.redisRollbacks,
+    ];
     for (const metric of clusterMetrics) this.registry.registerMetric(metric);
   }
 }

@@ -55,7 +55,9 @@ function hasCallShape(value: unknown): boolean {
 
 function expectedActive(meta: Record<string, unknown>): number | null {
   const active = meta.active;
-  return typeof active === 'number' && Number.isInteger(active) && active >= 0 && active <= Number.MAX_SAFE_INTEGER ? active : null;
+  return typeof active === 'number' && Number.isInteger(active) && active >= 0 && active <= Number.MAX_SAFE_INTEGER
+    ? active
+    : null;
 }
 
 /** Nesting depth, measured without recursion. */
@@ -74,7 +76,10 @@ const methodArb = fc
   .array(fc.stringMatching(/^[A-Za-z0-9_-]{1,8}$/), { minLength: 1, maxLength: 5 })
   .map((parts) => parts.join('.'))
   .filter((method) => !method.startsWith('gateway.'));
-const requestIdArb = fc.oneof(fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }), fc.stringMatching(/^[A-Za-z0-9_-]{1,36}$/));
+const requestIdArb = fc.oneof(
+  fc.integer({ min: 0, max: Number.MAX_SAFE_INTEGER }),
+  fc.stringMatching(/^[A-Za-z0-9_-]{1,36}$/),
+);
 const activeArb = fc.oneof(fc.constant(undefined), fc.nat(), fc.integer(), fc.double(), fc.string(), json);
 const objectArb = fc.dictionary(fc.string(), json, { maxKeys: 6 });
 const anyElement = fc.oneof(
@@ -114,7 +119,9 @@ describe(parseClientFrame.name, () => {
   });
 
   it('keeps a call whose strings hold invalid UTF-8 a call', () => {
-    const invalidUtf8 = fc.uint8Array({ minLength: 1, maxLength: 40 }).map((bytes) => Buffer.from(bytes.map((b) => 0x80 | b)));
+    const invalidUtf8 = fc
+      .uint8Array({ minLength: 1, maxLength: 40 })
+      .map((bytes) => Buffer.from(bytes.map((b) => 0x80 | b)));
     fc.assert(
       fc.property(invalidUtf8, (bytes) => {
         const frame = Buffer.concat([utf8('["m",{"request_id":1},["'), bytes, utf8('"],{"k":"'), bytes, utf8('"}]')]);
@@ -141,7 +148,10 @@ describe(parseClientFrame.name, () => {
       fc.property(
         fc.array(anyElement, { maxLength: 8 }).filter((a) => a.length !== 4),
         (value) => {
-          expect(pushThrough(utf8(JSON.stringify(value)))).toMatchObject({ kind: 'frame_fault', closeCode: CLOSE_INVALID_PAYLOAD });
+          expect(pushThrough(utf8(JSON.stringify(value)))).toMatchObject({
+            kind: 'frame_fault',
+            closeCode: CLOSE_INVALID_PAYLOAD,
+          });
         },
       ),
       { numRuns: 800 },
@@ -150,20 +160,33 @@ describe(parseClientFrame.name, () => {
 
   it('round-trips valid calls with random meta, args and kwargs', () => {
     fc.assert(
-      fc.property(methodArb, objectArb, requestIdArb, activeArb, fc.array(json, { maxLength: 5 }), objectArb, (method, extra, requestId, active, args, kwargs) => {
-        const meta = { ...extra, request_id: requestId, ...(active === undefined ? {} : { active }) };
-        const out = pushThrough(utf8(JSON.stringify([method, meta, args, kwargs])));
-        expect(out).toEqual({ method, meta: wire(meta), args: wire(args), kwargs: wire(kwargs) });
-        const call = out as ClientCall;
-        expect(checkCall(call)).toBeNull();
-        expect(activeSeconds(call.meta)).toBe(expectedActive(wire(meta)));
-      }),
+      fc.property(
+        methodArb,
+        objectArb,
+        requestIdArb,
+        activeArb,
+        fc.array(json, { maxLength: 5 }),
+        objectArb,
+        (method, extra, requestId, active, args, kwargs) => {
+          const meta = { ...extra, request_id: requestId, ...(active === undefined ? {} : { active }) };
+          const out = pushThrough(utf8(JSON.stringify([method, meta, args, kwargs])));
+          expect(out).toEqual({ method, meta: wire(meta), args: wire(args), kwargs: wire(kwargs) });
+          const call = out as ClientCall;
+          expect(checkCall(call)).toBeNull();
+          expect(activeSeconds(call.meta)).toBe(expectedActive(wire(meta)));
+        },
+      ),
       { numRuns: 2500 },
     );
   });
 
   it('answers a call with "invalid method" exactly when its method breaks the SPEC §4.1 rule', () => {
-    const anyMethod = fc.oneof(fc.string(), methodArb, methodArb.map((m) => 'gateway.' + m), fc.string({ unit: 'binary' }));
+    const anyMethod = fc.oneof(
+      fc.string(),
+      methodArb,
+      methodArb.map((m) => 'gateway.' + m),
+      fc.string({ unit: 'binary' }),
+    );
     fc.assert(
       fc.property(anyMethod, requestIdArb, (method, requestId) => {
         const out = pushThrough(utf8(JSON.stringify([method, { request_id: requestId }, [], {}])));

@@ -25,7 +25,11 @@ describe(parseClientFrame.name, () => {
 
   it('refuses a binary frame with 1003', () => {
     const fault = parseClientFrame(text('["a",{"request_id":1},[],{}]'), true, MAX) as FrameFault;
-    expect(fault).toEqual({ kind: 'frame_fault', closeCode: CLOSE_UNSUPPORTED_DATA, text: 'binary frames are not supported' });
+    expect(fault).toEqual({
+      kind: 'frame_fault',
+      closeCode: CLOSE_UNSUPPORTED_DATA,
+      text: 'binary frames are not supported',
+    });
   });
 
   it('refuses a binary frame over the limit as binary', () => {
@@ -96,7 +100,12 @@ describe(parseClientFrame.name, () => {
 
 describe(callFromJson.name, () => {
   it('returns the four parts of a well-shaped array', () => {
-    expect(callFromJson(['m', { a: 1 }, [2], { b: 3 }])).toEqual({ method: 'm', meta: { a: 1 }, args: [2], kwargs: { b: 3 } });
+    expect(callFromJson(['m', { a: 1 }, [2], { b: 3 }])).toEqual({
+      method: 'm',
+      meta: { a: 1 },
+      args: [2],
+      kwargs: { b: 3 },
+    });
   });
 
   it.each([[undefined], [[]], [['m', {}, [], {}, {}]], [['m', {}, [], 'x']]])('refuses %p', (value) => {
@@ -201,8 +210,14 @@ describe('SPEC §4.1 rule 4: nested too deep', () => {
 
   it('checks the method and the request id first', () => {
     const deepArgs = '['.repeat(300) + ']'.repeat(300);
-    expect(checked(`["gateway.x",{"request_id":1},${deepArgs},{}]`)).toEqual({ kind: 'call_fault', text: 'invalid method' });
-    expect(checked(`["x",{"request_id":-1},${deepArgs},{}]`)).toEqual({ kind: 'call_fault', text: 'invalid request id' });
+    expect(checked(`["gateway.x",{"request_id":1},${deepArgs},{}]`)).toEqual({
+      kind: 'call_fault',
+      text: 'invalid method',
+    });
+    expect(checked(`["x",{"request_id":-1},${deepArgs},{}]`)).toEqual({
+      kind: 'call_fault',
+      text: 'invalid request id',
+    });
   });
 
   it('walks every frame when no size is given', () => {

@@ -23,7 +23,10 @@ const MIN_TOO_DEEP_BYTES = 2 * (MAX_FRAME_DEPTH + 1);
 export function parseClientFrame(data: Buffer, isBinary: boolean, maxFrameBytes: number): ClientCall | FrameFault {
   if (isBinary) return BINARY_FAULT;
   if (data.length > maxFrameBytes) {
-    return frameFault(CLOSE_MESSAGE_TOO_BIG, `frame of ${data.length} bytes exceeds the limit of ${maxFrameBytes} bytes`);
+    return frameFault(
+      CLOSE_MESSAGE_TOO_BIG,
+      `frame of ${data.length} bytes exceeds the limit of ${maxFrameBytes} bytes`,
+    );
   }
   let value: unknown;
   try {
@@ -59,7 +62,11 @@ export function checkCall(call: ClientCall, frameBytes = Number.POSITIVE_INFINIT
 
 function isTooDeep(call: ClientCall): boolean {
   // meta, args and kwargs sit at level 2, inside the frame array.
-  return isNestedDeeperThan(call.meta, MAX_FRAME_DEPTH, 2) || isNestedDeeperThan(call.args, MAX_FRAME_DEPTH, 2) || isNestedDeeperThan(call.kwargs, MAX_FRAME_DEPTH, 2);
+  return (
+    isNestedDeeperThan(call.meta, MAX_FRAME_DEPTH, 2) ||
+    isNestedDeeperThan(call.args, MAX_FRAME_DEPTH, 2) ||
+    isNestedDeeperThan(call.kwargs, MAX_FRAME_DEPTH, 2)
+  );
 }
 
 /**

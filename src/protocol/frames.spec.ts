@@ -1,4 +1,14 @@
-import { encodeCallFault, encodeError, encodeFatalError, encodeHello, encodeLattice, encodeMessage, encodeResult, encodeResumeMeta, messageFrameHead } from './frames';
+import {
+  encodeCallFault,
+  encodeError,
+  encodeFatalError,
+  encodeHello,
+  encodeLattice,
+  encodeMessage,
+  encodeResult,
+  encodeResumeMeta,
+  messageFrameHead,
+} from './frames';
 
 describe(encodeHello.name, () => {
   it('splices the authorization JSON as the third element', () => {
@@ -11,7 +21,11 @@ describe(encodeResumeMeta.name, () => {
     ['a new session (12.1)', [], '{"resume":{"token":"T","window":30}}'],
     ['a failed resume', [false], '{"resume":{"token":"T","window":30},"resumed":false}'],
     ['a resume (12.3)', [true, ['a.b']], '{"resume":{"token":"T","window":30},"resumed":true,"lost":["a.b"]}'],
-    ['a resume whose offer asked for the count', [true, [], 4], '{"resume":{"token":"T","window":30},"resumed":true,"lost":[],"replayed":4}'],
+    [
+      'a resume whose offer asked for the count',
+      [true, [], 4],
+      '{"resume":{"token":"T","window":30},"resumed":true,"lost":[],"replayed":4}',
+    ],
   ])('encodes %s', (_case, rest, expected) => {
     expect(encodeResumeMeta('T', 30, ...rest)).toBe(expected);
   });
@@ -19,9 +33,27 @@ describe(encodeResumeMeta.name, () => {
 
 describe(encodeFatalError.name, () => {
   it.each([
-    ['with an http status', 'http_error', 'null', 401, ['fatal_error', { error_kind: 'http_error', http_error: 401 }, null]],
-    ['with JSON data', 'http_error', '{"why":"no"}', 403, ['fatal_error', { error_kind: 'http_error', http_error: 403 }, { why: 'no' }]],
-    ['without an http status', 'validation_error', '"invalid JSON"', undefined, ['fatal_error', { error_kind: 'validation_error' }, 'invalid JSON']],
+    [
+      'with an http status',
+      'http_error',
+      'null',
+      401,
+      ['fatal_error', { error_kind: 'http_error', http_error: 401 }, null],
+    ],
+    [
+      'with JSON data',
+      'http_error',
+      '{"why":"no"}',
+      403,
+      ['fatal_error', { error_kind: 'http_error', http_error: 403 }, { why: 'no' }],
+    ],
+    [
+      'without an http status',
+      'validation_error',
+      '"invalid JSON"',
+      undefined,
+      ['fatal_error', { error_kind: 'validation_error' }, 'invalid JSON'],
+    ],
   ] as const)('encodes a fatal error %s', (_case, kind, data, status, expected) => {
     expect(JSON.parse(encodeFatalError(kind, data, status))).toEqual(expected);
   });
@@ -91,7 +123,10 @@ describe(encodeCallFault.name, () => {
 
   it('echoes a meta nested 50,000 levels deep', () => {
     const deep = '['.repeat(50_000) + ']'.repeat(50_000);
-    const frame = encodeCallFault(JSON.parse(`{"request_id":1,"d":${deep}}`) as Record<string, unknown>, 'nested too deep');
+    const frame = encodeCallFault(
+      JSON.parse(`{"request_id":1,"d":${deep}}`) as Record<string, unknown>,
+      'nested too deep',
+    );
     expect(frame).toBe(`["error",{"request_id":1,"d":${deep},"error_kind":"validation_error"},"nested too deep"]`);
   });
 });
@@ -108,7 +143,11 @@ describe(messageFrameHead.name, () => {
 
 describe(encodeMessage.name, () => {
   it('splices the payload JSON after the topic', () => {
-    expect(JSON.parse(encodeMessage('chat.room', '{"text":"hi"}'))).toEqual(['message', { topic: 'chat.room' }, { text: 'hi' }]);
+    expect(JSON.parse(encodeMessage('chat.room', '{"text":"hi"}'))).toEqual([
+      'message',
+      { topic: 'chat.room' },
+      { text: 'hi' },
+    ]);
   });
 });
 

@@ -27,7 +27,13 @@ export function encodeHello(authJson: string, metaJson = '{}'): string {
  * then `"resumed"` when the handshake asked to resume, `"lost"` (wire topics) when it did,
  * and `"replayed"` (how many missed messages follow) when its offer asked for the count.
  */
-export function encodeResumeMeta(token: string, windowSeconds: number, resumed?: boolean, lostTopics?: readonly string[], replayed?: number): string {
+export function encodeResumeMeta(
+  token: string,
+  windowSeconds: number,
+  resumed?: boolean,
+  lostTopics?: readonly string[],
+  replayed?: number,
+): string {
   let meta = '{"resume":{"token":' + JSON.stringify(token) + ',"window":' + windowSeconds + '}';
   if (resumed !== undefined) meta += ',"resumed":' + resumed;
   if (lostTopics !== undefined) meta += ',"lost":' + JSON.stringify(lostTopics);
@@ -63,7 +69,9 @@ export function encodeError(meta: JsonObject, kind: ErrorKind, dataJson: string,
  * written without recursion.
  */
 export function encodeCallFault(meta: JsonObject, text: string): string {
-  return '["error",' + stringifyIteratively({ ...meta, error_kind: 'validation_error' }) + ',' + JSON.stringify(text) + ']';
+  return (
+    '["error",' + stringifyIteratively({ ...meta, error_kind: 'validation_error' }) + ',' + JSON.stringify(text) + ']'
+  );
 }
 
 /** The fixed head of a topic message frame: `["message",{"topic":"a.b"},` — append payload and `]`. */
@@ -73,7 +81,15 @@ export function messageFrameHead(topicWire: string): string {
 
 /** The head of a resumable connection's message frame (SPEC §12.4): `["message",{"topic":"a.b","offset":N,"epoch":"E"},`. */
 export function positionedMessageFrameHead(topicWire: string, offset: number, epoch: string): string {
-  return '["message",{"topic":' + JSON.stringify(topicWire) + ',"offset":' + offset + ',"epoch":' + JSON.stringify(epoch) + '},';
+  return (
+    '["message",{"topic":' +
+    JSON.stringify(topicWire) +
+    ',"offset":' +
+    offset +
+    ',"epoch":' +
+    JSON.stringify(epoch) +
+    '},'
+  );
 }
 
 /** `["message", {"topic": "a.b"}, payload]` from the payload's JSON text. */

@@ -47,9 +47,12 @@ describe(isValidMethod.name, () => {
 });
 
 describe(isMethodName.name, () => {
-  it.each(['gateway.authorize_connection', 'gateway.session_inactive', 'rooms.history', 'x'])('accepts %p, reserved names included', (name) => {
-    expect(isMethodName(name)).toBe(true);
-  });
+  it.each(['gateway.authorize_connection', 'gateway.session_inactive', 'rooms.history', 'x'])(
+    'accepts %p, reserved names included',
+    (name) => {
+      expect(isMethodName(name)).toBe(true);
+    },
+  );
 
   it.each(['', '*', 'a.*', 'a..b', '.a', 'a.'])('rejects %p', (name) => {
     expect(isMethodName(name)).toBe(false);
@@ -91,9 +94,12 @@ describe(isValidRequestId.name, () => {
 });
 
 describe(isValidTopic.name, () => {
-  it.each(['a', 'chat/room-1', 'user:42/inbox', 'a_b/c-d/e:f', 't'.repeat(256), 'a/'.repeat(127) + 'bc'])('accepts %p', (topic) => {
-    expect(isValidTopic(topic)).toBe(true);
-  });
+  it.each(['a', 'chat/room-1', 'user:42/inbox', 'a_b/c-d/e:f', 't'.repeat(256), 'a/'.repeat(127) + 'bc'])(
+    'accepts %p',
+    (topic) => {
+      expect(isValidTopic(topic)).toBe(true);
+    },
+  );
 
   it.each(['', '/a', 'a/', 'a//b', 'a.b', 'a b', 'ä', 't'.repeat(257), 't'.repeat(5000)])('rejects %p', (topic) => {
     expect(isValidTopic(topic)).toBe(false);

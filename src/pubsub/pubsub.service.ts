@@ -68,17 +68,32 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.isHistoryOn = isResumeOffered(config);
     if (this.isHistoryOn && cluster.link !== null) {
       const { historySize, historyTtlMs, topicHistoryMaxBytes } = config.resume;
-      this.log = new TopicLog(cluster.link, cluster.names, cluster.nodeId, historySize, historyTtlMs, topicHistoryMaxBytes);
+      this.log = new TopicLog(
+        cluster.link,
+        cluster.names,
+        cluster.nodeId,
+        historySize,
+        historyTtlMs,
+        topicHistoryMaxBytes,
+      );
       // Messages published while this node's link was down are in the history: fetch them.
       cluster.link.onUp(() => this.catchUp());
     } else if (this.isHistoryOn) {
       const { historySize, historyTtlMs, topicHistoryMaxBytes, historyMemoryMaxBytes } = config.resume;
-      const limits = { size: historySize, ttlMs: historyTtlMs, topicMaxBytes: topicHistoryMaxBytes, memoryMaxBytes: historyMemoryMaxBytes };
+      const limits = {
+        size: historySize,
+        ttlMs: historyTtlMs,
+        topicMaxBytes: topicHistoryMaxBytes,
+        memoryMaxBytes: historyMemoryMaxBytes,
+      };
       const history = (this.history = new TopicHistory(limits));
-      this.sweepTimer = setInterval(() => {
-        history.sweep(Date.now());
-        metrics.topicHistoryMessages.set(history.messageCount);
-      }, Math.min(Math.max(historyTtlMs / 4, 25), 30_000));
+      this.sweepTimer = setInterval(
+        () => {
+          history.sweep(Date.now());
+          metrics.topicHistoryMessages.set(history.messageCount);
+        },
+        Math.min(Math.max(historyTtlMs / 4, 25), 30_000),
+      );
       this.sweepTimer.unref();
     }
   }
@@ -89,7 +104,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
 
   onModuleInit(): void {
     this.broker.handle<string>('topic_subscribe', (connectionId, topic) => this.applySubscribe(connectionId, topic));
-    this.broker.handle<string>('topic_unsubscribe', (connectionId, topic) => this.applyUnsubscribe(connectionId, topic));
+    this.broker.handle<string>('topic_unsubscribe', (connectionId, topic) =>
+      this.applyUnsubscribe(connectionId, topic),
+    );
     // Frames published through other nodes (cluster mode) take the same loop.
     if (this.log === null) this.broker.listen('t', (topic, frame) => this.deliverLocal(topic, frame));
     else this.broker.listen('t', (topic, message) => this.onChannelMessage(topic, message));
@@ -151,7 +168,10 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * the connection's live frames meanwhile (Connection.holdForReplay) and
    * drops those the replay covered (`upTo`).
    */
-  replay(connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): Promise<ReplayPlan> {
+  replay(
+    connection: Connection,
+    clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>,
+  ): Promise<ReplayPlan> {
     if (this.log === null) return Promise.resolve(this.replayPlan(connection, clientPositions));
     return this.replayFromLog(this.log, connection, clientPositions);
   }
@@ -163,7 +183,10 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * as lost. Synchronous, so nothing is published between the replay and
    * live traffic (no duplicate, no gap).
    */
-  replayPlan(connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): ReplayPlan {
+  replayPlan(
+    connection: Connection,
+    clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>,
+  ): ReplayPlan {
     const plan: ReplayPlan = { lostTopics: [], frames: [], upTo: new Map() };
     const topics = this.index.topicsOf(connection);
     if (topics === undefined || this.history === null) return plan;
@@ -184,11 +207,19 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * another epoch, when the stream no longer holds every missed message
    * (TOPIC_HISTORY_SIZE, or 0), or when Redis cannot be read.
    */
-  private async replayFromLog(log: TopicLog, connection: Connection, clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>): Promise<ReplayPlan> {
+  private async replayFromLog(
+    log: TopicLog,
+    connection: Connection,
+    clientPositions: ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>,
+  ): Promise<ReplayPlan> {
     const plan: ReplayPlan = { lostTopics: [], frames: [], upTo: new Map() };
     const topics = [...(this.index.topicsOf(connection) ?? [])];
-    const froms = topics.map((topic) => replayStart(clientPositions.get(topic), this.positions.subscribedAt(connection, topic)));
-    const reads = await Promise.all(topics.map((topic, i) => log.read(topic, froms[i].offset).catch((): typeof UNREADABLE => UNREADABLE)));
+    const froms = topics.map((topic) =>
+      replayStart(clientPositions.get(topic), this.positions.subscribedAt(connection, topic)),
+    );
+    const reads = await Promise.all(
+      topics.map((topic, i) => log.read(topic, froms[i].offset).catch((): typeof UNREADABLE => UNREADABLE)),
+    );
     topics.forEach((topic, i) => {
       const read = reads[i];
       // No history: nothing was published since it expired (TOPIC_HISTORY_TTL ≥ RESUME_WINDOW), unless
@@ -200,7 +231,10 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
       const replay = replayOf(read, froms[i]);
       if (replay === null) return void plan.lostTopics.push(pathToWire(topic));
       const wire = pathToWire(topic);
-      for (const message of replay) plan.frames.push(encodeMessageFrame(positionedMessageFrameHead(wire, message.offset, message.epoch), message.payload));
+      for (const message of replay)
+        plan.frames.push(
+          encodeMessageFrame(positionedMessageFrameHead(wire, message.offset, message.epoch), message.payload),
+        );
     });
     return plan;
   }
@@ -268,7 +302,8 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     topics.forEach((topic, i) => {
       const seen = positions[i];
       if (seen === null) return;
-      if (this.order.isAhead(topic, seen)) log.rolledBack(`topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
+      if (this.order.isAhead(topic, seen))
+        log.rolledBack(`topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
       if (!seen.isStale) this.follow(topic, this.order.catchUp(topic, seen));
     });
   }
@@ -282,7 +317,12 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     const frame = resumable < subscribers.size ? encodeMessageFrame(messageFrameHead(wire), message.payload) : null;
     const positioned =
       resumable > 0
-        ? { frame: encodeMessageFrame(positionedMessageFrameHead(wire, message.offset, message.epoch), message.payload), topic, offset: message.offset, epoch: message.epoch }
+        ? {
+            frame: encodeMessageFrame(positionedMessageFrameHead(wire, message.offset, message.epoch), message.payload),
+            topic,
+            offset: message.offset,
+            epoch: message.epoch,
+          }
         : null;
     this.deliverLocal(topic, frame, positioned);
   }
@@ -341,7 +381,9 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
       [...positions.keys()].map((topic) => {
         const joined = this.broker.join('t', topic);
         // A topic new to this node: where it stands, as the start for gap detection.
-        return this.log === null || this.order.knows(topic) ? joined : joined.then(() => this.readPosition(this.log!, topic, null));
+        return this.log === null || this.order.knows(topic)
+          ? joined
+          : joined.then(() => this.readPosition(this.log!, topic, null));
       }),
     );
   }
@@ -354,9 +396,14 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     if (isNewResumable) this.positions.subscribed(connection, topic, this.history?.position(topic) ?? NO_HISTORY);
     this.metrics.topics.set(this.index.topicCount);
     const joined = this.broker.join('t', topic);
-    const positioned = this.log === null || (!isNewResumable && this.order.knows(topic)) ? joined : joined.then(() => this.readPosition(this.log!, topic, isNewResumable ? connection : null));
+    const positioned =
+      this.log === null || (!isNewResumable && this.order.knows(topic))
+        ? joined
+        : joined.then(() => this.readPosition(this.log!, topic, isNewResumable ? connection : null));
     // Cluster mode: the session record has it, with its subscribe position, before the 204 (SPEC §12.5).
-    return isNewResumable && this.registry.isRecording ? positioned.then(() => this.registry.subscriptionsChanged(connection)) : positioned;
+    return isNewResumable && this.registry.isRecording
+      ? positioned.then(() => this.registry.subscriptionsChanged(connection))
+      : positioned;
   }
 
   /**

@@ -9,7 +9,12 @@ describe(replayStart.name, () => {
     ['an offer just below the subscription: the subscription position', at(4, 'e'), at(5, 'e'), at(5, 'e')],
     ['an offer at the subscription: kept', at(5, 'e'), at(5, 'e'), at(5, 'e')],
     ['an offer after the subscription: kept', at(9, 'e'), at(5, 'e'), at(9, 'e')],
-    ['an offer of another epoch: kept (that instance began later, or the topic is lost)', at(0, 'f'), at(5, 'e'), at(0, 'f')],
+    [
+      'an offer of another epoch: kept (that instance began later, or the topic is lost)',
+      at(0, 'f'),
+      at(5, 'e'),
+      at(0, 'f'),
+    ],
     ['a subscription before the topic had history: the offer is kept', at(0, 'e'), at(0, null), at(0, 'e')],
   ])('%s', (_, offered, subscribedAt, expected) => {
     expect(replayStart(offered, subscribedAt)).toEqual(expected);

@@ -39,7 +39,13 @@ export class ResumablePositions<S = object> {
       topics.at = at;
       return; // already counted
     } else {
-      this.bySubscriber.set(subscriber, new Map([[topics.topic, topics.at], [topic, at]]));
+      this.bySubscriber.set(
+        subscriber,
+        new Map([
+          [topics.topic, topics.at],
+          [topic, at],
+        ]),
+      );
     }
     this.subscriberCounts.set(topic, (this.subscriberCounts.get(topic) ?? 0) + 1);
   }

@@ -36,7 +36,10 @@ describe(TopicHistory.name, () => {
   it('replays what came after a position, oldest first', () => {
     const sut = filled(10, 5);
     const { epoch } = sut.position('t');
-    expect(sut.replayAfter('t', { offset: 2, epoch })).toEqual({ isLost: false, frames: [frame(3), frame(4), frame(5)] });
+    expect(sut.replayAfter('t', { offset: 2, epoch })).toEqual({
+      isLost: false,
+      frames: [frame(3), frame(4), frame(5)],
+    });
     expect(sut.replayAfter('t', { offset: 5, epoch })).toEqual({ isLost: false, frames: [] });
     expect(sut.replayAfter('t', { offset: 9, epoch })).toEqual({ isLost: false, frames: [] });
   });
@@ -50,7 +53,10 @@ describe(TopicHistory.name, () => {
     const sut = filled(3, 6);
     const { epoch } = sut.position('t');
     expect(sut.messageCount).toBe(3);
-    expect(sut.replayAfter('t', { offset: 3, epoch })).toEqual({ isLost: false, frames: [frame(4), frame(5), frame(6)] });
+    expect(sut.replayAfter('t', { offset: 3, epoch })).toEqual({
+      isLost: false,
+      frames: [frame(4), frame(5), frame(6)],
+    });
     expect(sut.replayAfter('t', { offset: 2, epoch })).toEqual({ isLost: true });
   });
 
@@ -87,7 +93,7 @@ describe(TopicHistory.name, () => {
   });
 
   describe('bytes (TOPIC_HISTORY_MAX_BYTES, HISTORY_MEMORY_MAX_BYTES)', () => {
-    it('keeps a topic\'s payload at the bound exactly, and drops its oldest beyond it: missing those is lost', () => {
+    it("keeps a topic's payload at the bound exactly, and drops its oldest beyond it: missing those is lost", () => {
       const sut = history({ topicMaxBytes: 1000 });
       const first = publish(sut, 't', 500);
       const second = publish(sut, 't', 500);
@@ -138,7 +144,8 @@ describe(TopicHistory.name, () => {
       publish(sut, 'c', 300); // 3200
       publish(sut, 'c', 600); // 3800: to 3000 or less: a 1400, 1200, b 1170, a 1000, b 1040
       expect(sut.byteCount).toBe(2940);
-      const keptFrom = (topic: string, last: number) => [0, 1, 2, 3, 4].find((offset) => !sut.replayAfter(topic, { offset, epoch: null }).isLost && offset < last);
+      const keptFrom = (topic: string, last: number) =>
+        [0, 1, 2, 3, 4].find((offset) => !sut.replayAfter(topic, { offset, epoch: null }).isLost && offset < last);
       expect([keptFrom('a', 8), keptFrom('b', 10), keptFrom('c', 2)]).toEqual([3, 2, 0]);
     });
 

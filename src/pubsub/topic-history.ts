@@ -73,7 +73,15 @@ export class TopicHistory {
   next(topic: string, nowMs: number): { readonly offset: number; readonly epoch: string } {
     let log = this.logs.get(topic);
     if (log === undefined) {
-      log = { epoch: newEpoch(), lastOffset: 0, lastPublishAt: nowMs, frames: [], payloadSizes: [], payloadBytes: 0, frameBytes: 0 };
+      log = {
+        epoch: newEpoch(),
+        lastOffset: 0,
+        lastPublishAt: nowMs,
+        frames: [],
+        payloadSizes: [],
+        payloadBytes: 0,
+        frameBytes: 0,
+      };
       this.logs.set(topic, log);
     }
     log.lastOffset++;

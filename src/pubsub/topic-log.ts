@@ -83,7 +83,10 @@ return {m[1], o, m[3] or '', rows}`;
 /** A read of a history written under another Redis instance (SPEC §13.1). */
 export const STALE = 'stale';
 
-const NOT_APPENDED = new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node: the message was not published; retry');
+const NOT_APPENDED = new ClusterUnavailableError(
+  'cluster_unavailable',
+  'Redis is not reachable from this node: the message was not published; retry',
+);
 const HASH = 0x23; // '#'
 const SPACE = 0x20;
 
@@ -123,8 +126,19 @@ export class TopicLog {
    */
   async append(topic: string, payload: Buffer): Promise<LoggedMessage> {
     if (!this.link.isUp) throw NOT_APPENDED;
-    const args = [this.head, payload, this.size, this.ttlMs, newEpoch(), this.names.channel('t', topic), this.link.instance, this.maxBytes];
-    const [epoch, offset] = (await this.appendScript(this.keys(topic), args).catch(() => Promise.reject(NOT_APPENDED))) as [string, number];
+    const args = [
+      this.head,
+      payload,
+      this.size,
+      this.ttlMs,
+      newEpoch(),
+      this.names.channel('t', topic),
+      this.link.instance,
+      this.maxBytes,
+    ];
+    const [epoch, offset] = (await this.appendScript(this.keys(topic), args).catch(() =>
+      Promise.reject(NOT_APPENDED),
+    )) as [string, number];
     return { offset, epoch, payload };
   }
 
@@ -134,16 +148,28 @@ export class TopicLog {
    * instance (SPEC §13.1), which may lack messages that were delivered.
    */
   async read(topic: string, after: number, last: number | null = null): Promise<TopicLogRead | null | typeof STALE> {
-    const reply = (await this.readScript(this.keys(topic), [after, last === null ? '+' : last])) as [] | [string, number, string, Array<[string, string[]]>];
+    const reply = (await this.readScript(this.keys(topic), [after, last === null ? '+' : last])) as
+      [] | [string, number, string, Array<[string, string[]]>];
     if (reply.length === 0) return null;
     const [epoch, offset, instance, rows] = reply;
     if (instance !== this.link.instance) return STALE;
-    return { epoch, offset, messages: rows.map(([id, fields]) => ({ offset: Number.parseInt(id, 10), epoch, payload: Buffer.from(fields[1]) })) };
+    return {
+      epoch,
+      offset,
+      messages: rows.map(([id, fields]) => ({
+        offset: Number.parseInt(id, 10),
+        epoch,
+        payload: Buffer.from(fields[1]),
+      })),
+    };
   }
 
   /** What the history in Redis says of a topic, stale or not; null when it holds none. */
   async positionSeen(topic: string): Promise<LogPosition | null> {
-    const [epoch, offset, instance] = (await this.link.timed('hmget', this.link.command.hmget(this.keys(topic)[0], 'e', 'o', 'r'))) as [string | null, string | null, string | null];
+    const [epoch, offset, instance] = (await this.link.timed(
+      'hmget',
+      this.link.command.hmget(this.keys(topic)[0], 'e', 'o', 'r'),
+    )) as [string | null, string | null, string | null];
     return epoch === null ? null : { epoch, offset: Number(offset), isStale: instance !== this.link.instance };
   }
 
@@ -203,7 +229,11 @@ export function decodeLoggedMessage(message: Buffer): LoggedMessage | null {
   if (epochEnd < 0) return null;
   const offset = Number(message.toString('latin1', 1, offsetEnd));
   if (!Number.isSafeInteger(offset) || offset < 1) return null;
-  return { offset, epoch: message.toString('latin1', offsetEnd + 1, epochEnd), payload: message.subarray(epochEnd + 1) };
+  return {
+    offset,
+    epoch: message.toString('latin1', offsetEnd + 1, epochEnd),
+    payload: message.subarray(epochEnd + 1),
+  };
 }
 
 /** 48 random bits, base64url, as the single node's history epochs. */

@@ -87,8 +87,13 @@ describe(TopicOrder.name, () => {
 
 describe(decodeLoggedMessage.name, () => {
   it('reads `#<offset> <epoch> <payload>`, and nothing else', () => {
-    expect(decodeLoggedMessage(Buffer.from('#12 aB_-9 {"a": "b c"}'))).toEqual({ offset: 12, epoch: 'aB_-9', payload: Buffer.from('{"a": "b c"}') });
-    for (const text of ['["message",{"topic":"t"},1]', '#12', '#x E 1', '#0 E 1', '#1 E']) expect(decodeLoggedMessage(Buffer.from(text))).toBeNull();
+    expect(decodeLoggedMessage(Buffer.from('#12 aB_-9 {"a": "b c"}'))).toEqual({
+      offset: 12,
+      epoch: 'aB_-9',
+      payload: Buffer.from('{"a": "b c"}'),
+    });
+    for (const text of ['["message",{"topic":"t"},1]', '#12', '#x E 1', '#0 E 1', '#1 E'])
+      expect(decodeLoggedMessage(Buffer.from(text))).toBeNull();
   });
 });
 

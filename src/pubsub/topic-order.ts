@@ -43,7 +43,8 @@ export class TopicOrder {
 
   /** Where this node starts on `topic` (it just joined the channel), unless it knows already. */
   startAt(topic: string, position: HistoryPosition): void {
-    if (!this.states.has(topic)) this.states.set(topic, { epoch: position.epoch, last: position.offset, waiting: new Map(), isFilling: false });
+    if (!this.states.has(topic))
+      this.states.set(topic, { epoch: position.epoch, last: position.offset, waiting: new Map(), isFilling: false });
   }
 
   /** Every topic this node follows. */
@@ -85,7 +86,10 @@ export class TopicOrder {
     let state = this.states.get(topic);
     if (state === undefined) {
       // Nothing known (it arrived before the join's position read): it is where this node starts.
-      this.states.set(topic, (state = { epoch: message.epoch, last: message.offset - 1, waiting: new Map(), isFilling: false }));
+      this.states.set(
+        topic,
+        (state = { epoch: message.epoch, last: message.offset - 1, waiting: new Map(), isFilling: false }),
+      );
     } else if (state.epoch === null) {
       state.epoch = message.epoch;
     } else if (state.epoch !== message.epoch) {

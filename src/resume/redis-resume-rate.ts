@@ -50,6 +50,8 @@ export class RedisResumeRate extends ResumeRate {
 
   resumed(connectionId: string): void {
     if (!this.link.isUp) return;
-    this.countScript([this.names.resumeRate(connectionId)], [RESUME_RATE_WINDOW_MS]).catch((err: Error) => this.logger.debug({ msg: 'resume not counted', error: err.message }));
+    this.countScript([this.names.resumeRate(connectionId)], [RESUME_RATE_WINDOW_MS]).catch((err: Error) =>
+      this.logger.debug({ msg: 'resume not counted', error: err.message }),
+    );
   }
 }

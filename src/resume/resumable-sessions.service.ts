@@ -6,7 +6,13 @@ import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { CLOSE_DISCONNECTED, CLOSE_SESSION_RESUMED, REASON_DISCONNECTED, REASON_SERVICE_RESTART, REASON_SESSION_RESUMED } from '../protocol/close-codes';
+import {
+  CLOSE_DISCONNECTED,
+  CLOSE_SESSION_RESUMED,
+  REASON_DISCONNECTED,
+  REASON_SERVICE_RESTART,
+  REASON_SESSION_RESUMED,
+} from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
 import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
@@ -16,10 +22,13 @@ import { ResumeRate } from './resume-rate';
 import { UserSessions } from './user-sessions';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
-export type ClusterTakeover = { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
+export type ClusterTakeover =
+  { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
 
 /** What a resume token leads to: the session, or why there is none (the `gateway_resumes_total` result). */
-export type TokenLookup = { readonly ok: true; readonly connection: Connection } | { readonly ok: false; readonly result: 'expired' | 'invalid' };
+export type TokenLookup =
+  | { readonly ok: true; readonly connection: Connection }
+  | { readonly ok: false; readonly result: 'expired' | 'invalid' };
 
 const NO_SUBSCRIPTIONS: SessionSubscriptions = { topics: new Map(), namespaces: [], watch: null };
 
@@ -61,7 +70,8 @@ export class ResumableSessionsService implements OnModuleDestroy {
   /** Cluster mode: each user's sessions in Redis, for revocation and endpoint 8; null on one node. */
   readonly userSessions: UserSessions | null = null;
   private subscriptionsOf: (connection: Connection) => SessionSubscriptions = () => NO_SUBSCRIPTIONS;
-  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<string | null> = () => Promise.resolve(null);
+  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<string | null> = () =>
+    Promise.resolve(null);
 
   constructor(
     private readonly config: GatewayConfig,
@@ -72,12 +82,27 @@ export class ResumableSessionsService implements OnModuleDestroy {
     private readonly resumeRate: ResumeRate,
   ) {
     this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
-    this.results = { resumed: metrics.resumes.labels('resumed'), expired: metrics.resumes.labels('expired'), invalid: metrics.resumes.labels('invalid') };
+    this.results = {
+      resumed: metrics.resumes.labels('resumed'),
+      expired: metrics.resumes.labels('expired'),
+      invalid: metrics.resumes.labels('invalid'),
+    };
     registry.onRemove((connection) => this.forget(connection));
     if (cluster.link !== null && isResumeOffered(config)) {
-      const records = (this.records = new SessionRecords(cluster.link, cluster.names, cluster.nodeId, config.resume.windowMs, () => this.held(), () => this.restarts()));
+      const records = (this.records = new SessionRecords(
+        cluster.link,
+        cluster.names,
+        cluster.nodeId,
+        config.resume.windowMs,
+        () => this.held(),
+        () => this.restarts(),
+      ));
       this.userSessions = new UserSessions(cluster.link, cluster.names);
-      registry.onSubscriptionsChange((connection) => records.changed(connection.id, this.subscriptionsOf(connection)).catch((err: unknown) => this.movedAway(connection, err)));
+      registry.onSubscriptionsChange((connection) =>
+        records
+          .changed(connection.id, this.subscriptionsOf(connection))
+          .catch((err: unknown) => this.movedAway(connection, err)),
+      );
       broker.locate({
         // A draining node gave its resumable sessions away (held by no node): commands go to their records.
         isHere: (connectionId) => {
@@ -87,7 +112,9 @@ export class ResumableSessionsService implements OnModuleDestroy {
         holderOf: (connectionId) => records.holderOf(connectionId),
         applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
       });
-      broker.handle<number>('session_taken', (connectionId, generation) => this.takenElsewhere(connectionId, generation));
+      broker.handle<number>('session_taken', (connectionId, generation) =>
+        this.takenElsewhere(connectionId, generation),
+      );
       records.onEnded((connectionId) => this.endRevoked(connectionId));
     }
   }
@@ -122,7 +149,14 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (digest === undefined || connection.identity === null) return null;
     const identity = connection.identity;
     const windowEndAt = connection.state === 'detached' ? (this.windowEnds.get(connection) ?? 0) : 0;
-    return { connectionId: connection.id, digest, userId: identity.userId, authJson: identity.json, handlerName: connection.handler.name, windowEndAt };
+    return {
+      connectionId: connection.id,
+      digest,
+      userId: identity.userId,
+      authJson: identity.json,
+      handlerName: connection.handler.name,
+      windowEndAt,
+    };
   }
 
   /** After a Redis reconnection: every authorized session here, to be written again. */
@@ -256,7 +290,11 @@ export class ResumableSessionsService implements OnModuleDestroy {
   lookUp(token: string, handlerName: string): TokenLookup {
     const digest = tokenDigest(token);
     const connection = this.byDigest.get(digest);
-    if (connection !== undefined && isSameDigest(this.digestOf.get(connection)!, digest) && connection.handler.name === handlerName) {
+    if (
+      connection !== undefined &&
+      isSameDigest(this.digestOf.get(connection)!, digest) &&
+      connection.handler.name === handlerName
+    ) {
       return { ok: true, connection };
     }
     const result = this.ended.has(digest) ? 'expired' : 'invalid';
@@ -287,12 +325,17 @@ export class ResumableSessionsService implements OnModuleDestroy {
    */
   socketClosed(connection: Connection, peerCloseCode: number): void {
     const isDetached =
-      this.digestOf.has(connection) && connection.identity !== null && this.registry.holds(connection) && isDetachedByClose(connection.closedWith, peerCloseCode);
+      this.digestOf.has(connection) &&
+      connection.identity !== null &&
+      this.registry.holds(connection) &&
+      isDetachedByClose(connection.closedWith, peerCloseCode);
     if (!isDetached) return this.registry.remove(connection);
     this.registry.detach(connection);
     const windowEndAt = Date.now() + this.config.resume.windowMs;
     this.windowEnds.set(connection, windowEndAt);
-    this.records?.detached(connection.id, windowEndAt).catch((err: unknown) => this.movedAway(connection, err).catch(() => undefined));
+    this.records
+      ?.detached(connection.id, windowEndAt)
+      .catch((err: unknown) => this.movedAway(connection, err).catch(() => undefined));
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);
@@ -319,7 +362,13 @@ export class ResumableSessionsService implements OnModuleDestroy {
   /** This node's sessions, for the refresh of their records. */
   private *held(): Iterable<HeldSession> {
     for (const [connection, digest] of this.digestOf) {
-      if (connection.userId !== null) yield { connectionId: connection.id, userId: connection.userId, digest, isDetached: connection.state === 'detached' };
+      if (connection.userId !== null)
+        yield {
+          connectionId: connection.id,
+          userId: connection.userId,
+          digest,
+          isDetached: connection.state === 'detached',
+        };
     }
   }
 

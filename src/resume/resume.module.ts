@@ -11,7 +11,10 @@ import { ResumableSessionsService } from './resumable-sessions.service';
 /** Resumable sessions (SPEC §12): tokens, the detach window, and the bound on resumes. */
 @Module({
   imports: [ConnectionsModule, ClusterModule],
-  providers: [ResumableSessionsService, { provide: ResumeRate, inject: [ClusterContext, ConnectionRegistry], useFactory: resumeRateFor }],
+  providers: [
+    ResumableSessionsService,
+    { provide: ResumeRate, inject: [ClusterContext, ConnectionRegistry], useFactory: resumeRateFor },
+  ],
   exports: [ResumableSessionsService, ResumeRate],
 })
 export class ResumeModule {}

@@ -21,7 +21,8 @@ function fakeLink(): { link: RedisLink; pipelines: Array<Array<[string, ...unkno
     return new Proxy(
       {},
       {
-        get: (_, name: string) => (name === 'exec' ? () => Promise.resolve([]) : (...args: unknown[]) => void calls.push([name, ...args])),
+        get: (_, name: string) =>
+          name === 'exec' ? () => Promise.resolve([]) : (...args: unknown[]) => void calls.push([name, ...args]),
       },
     );
   };
@@ -48,7 +49,15 @@ describe(SessionRecords.name, () => {
   it('writes a session once per tick, then only what changed in its subscriptions', async () => {
     const { link, pipelines } = fakeLink();
     records = new SessionRecords(link, new ClusterNames('p:'), 'nodeA', 30_000, () => []);
-    const start = { connectionId: 'nodeA-x', digest: 'D', userId: 'ann', authJson: '{"user_id":"ann"}', authorization: 'Gateway+json e30=', handlerName: 'default', windowEndAt: 0 };
+    const start = {
+      connectionId: 'nodeA-x',
+      digest: 'D',
+      userId: 'ann',
+      authJson: '{"user_id":"ann"}',
+      authorization: 'Gateway+json e30=',
+      handlerName: 'default',
+      windowEndAt: 0,
+    };
     const first = records.started(start, subscriptions(['a/b'], ['ns'], null));
     const second = records.changed('nodeA-x', subscriptions(['a/b', 'c'], ['ns'], null));
     await Promise.all([first, second]);
@@ -57,10 +66,27 @@ describe(SessionRecords.name, () => {
     expect(write[0][0]).toBe('gatewaySessionWriteStart');
     expect(write[0].slice(1, 4)).toEqual(['p:rs:nodeA-x', 'p:rt:D', 'p:rn:nodeA']);
     // [record, this node, window end, how many fields to set, field/value pairs, fields to delete]
-    expect(write.slice(1)).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', '', 3, 't:a/b', '[0,null]', 't:c', '[0,null]', 'l:ns', '1', 'wu']]);
+    expect(write.slice(1)).toEqual([
+      [
+        'gatewaySessionWriteChange',
+        'p:rs:nodeA-x',
+        'nodeA',
+        '',
+        3,
+        't:a/b',
+        '[0,null]',
+        't:c',
+        '[0,null]',
+        'l:ns',
+        '1',
+        'wu',
+      ],
+    ]);
 
     await records.changed('nodeA-x', subscriptions(['c'], [], ['bob']));
-    expect(pipelines[1]).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns']]);
+    expect(pipelines[1]).toEqual([
+      ['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns'],
+    ]);
 
     await records.detached('nodeA-x', 1234);
     expect(pipelines[2]).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', 1234, 0]]);
@@ -84,9 +110,13 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
     await Promise.all(links.splice(0).map((link) => link.close()));
   });
 
-  async function nodeRecords(names: ClusterNames, nodeId: string): Promise<{ records: SessionRecords; link: RedisLink }> {
+  async function nodeRecords(
+    names: ClusterNames,
+    nodeId: string,
+  ): Promise<{ records: SessionRecords; link: RedisLink }> {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
-    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
+    if (!(await link.open(3000)))
+      throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
     const records = new SessionRecords(link, names, nodeId, 30_000, () => []);
     all.push(records);
@@ -98,12 +128,25 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
     const a = await nodeRecords(names, 'nodeA');
     const b = await nodeRecords(names, 'nodeB');
     const token = 'token-one';
-    const start = { connectionId: 'nodeA-x', digest: tokenDigest(token), userId: 'ann', authJson: '{"user_id":"ann"}', authorization: 'Gateway+json e30=', handlerName: 'default', windowEndAt: 0 };
+    const start = {
+      connectionId: 'nodeA-x',
+      digest: tokenDigest(token),
+      userId: 'ann',
+      authJson: '{"user_id":"ann"}',
+      authorization: 'Gateway+json e30=',
+      handlerName: 'default',
+      windowEndAt: 0,
+    };
     await a.records.started(start, subscriptions(['t1'], [], null));
     const taken = await b.records.takeOver(tokenDigest(token), 'default', tokenDigest('token-two'));
-    expect(taken).toMatchObject({ ok: true, record: { connectionId: 'nodeA-x', previousHolder: 'nodeA', topics: new Map([['t1', [0, null]]]) } });
+    expect(taken).toMatchObject({
+      ok: true,
+      record: { connectionId: 'nodeA-x', previousHolder: 'nodeA', topics: new Map([['t1', [0, null]]]) },
+    });
 
-    await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).rejects.toEqual(new SessionMovedError('nodeB'));
+    await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).rejects.toEqual(
+      new SessionMovedError('nodeB'),
+    );
     // Forgotten: a later write for it is not even tried.
     await expect(a.records.detached('nodeA-x', Date.now() + 1000)).resolves.toBeUndefined();
     const fields = await a.link.command.hgetall(names.session('nodeA-x'));
@@ -114,7 +157,15 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
   it('writes nothing into a record that is gone (no key left without expiry)', async () => {
     const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
     const a = await nodeRecords(names, 'nodeA');
-    const start = { connectionId: 'nodeA-y', digest: tokenDigest('t'), userId: 'ann', authJson: '{}', authorization: 'x', handlerName: 'default', windowEndAt: 0 };
+    const start = {
+      connectionId: 'nodeA-y',
+      digest: tokenDigest('t'),
+      userId: 'ann',
+      authJson: '{}',
+      authorization: 'x',
+      handlerName: 'default',
+      windowEndAt: 0,
+    };
     await a.records.started(start, subscriptions([], [], null));
     await a.link.command.del(names.session('nodeA-y'));
     await a.records.changed('nodeA-y', subscriptions(['t1'], [], null));
@@ -134,14 +185,27 @@ describe('SessionRecords on Redis: what a record holds', () => {
   it('stores the authorization answer once per record (issue 35: it held it twice)', async () => {
     const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), 'nodeA');
-    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
+    if (!(await link.open(3000)))
+      throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
     const records = new SessionRecords(link, names, 'nodeA', 30_000, () => []);
     all.push(records);
     const answer = JSON.stringify({ user_id: 'ann', blob: 'x'.repeat(8 * 1024 - 40) });
-    await records.started({ connectionId: 'nodeA-big', digest: tokenDigest('tb'), userId: 'ann', authJson: answer, handlerName: 'default', windowEndAt: 0 }, subscriptions([], [], null));
+    await records.started(
+      {
+        connectionId: 'nodeA-big',
+        digest: tokenDigest('tb'),
+        userId: 'ann',
+        authJson: answer,
+        handlerName: 'default',
+        windowEndAt: 0,
+      },
+      subscriptions([], [], null),
+    );
     const fields = await link.command.hgetall(names.session('nodeA-big'));
-    const holding = Object.entries(fields).filter(([, value]) => value.length >= 4096).map(([field]) => field);
+    const holding = Object.entries(fields)
+      .filter(([, value]) => value.length >= 4096)
+      .map(([field]) => field);
     expect(holding).toEqual(['a']);
     // Every field counted (the default samples 5 fields and extrapolates).
     const bytes = (await link.command.memory('USAGE', names.session('nodeA-big'), 'SAMPLES', 0)) as number;
@@ -158,9 +222,13 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     await Promise.all(links.splice(0).map((link) => link.close()));
   });
 
-  async function nodeRecords(names: ClusterNames, nodeId: string): Promise<{ records: SessionRecords; users: UserSessions; link: RedisLink }> {
+  async function nodeRecords(
+    names: ClusterNames,
+    nodeId: string,
+  ): Promise<{ records: SessionRecords; users: UserSessions; link: RedisLink }> {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
-    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
+    if (!(await link.open(3000)))
+      throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
     const records = new SessionRecords(link, names, nodeId, 30_000, () => []);
     all.push(records);
@@ -183,7 +251,10 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     const b = await nodeRecords(names, 'nodeB');
     await a.records.started(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
     expect(await b.users.revoke('nodeA-r')).toEqual({ holder: 'nodeA' });
-    expect(await b.records.takeOver(tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({ ok: false, result: 'expired' });
+    expect(await b.records.takeOver(tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({
+      ok: false,
+      result: 'expired',
+    });
     // Asked again (a retry after a 503): the same holder, to confirm again.
     expect(await a.users.revoke('nodeA-r')).toEqual({ holder: 'nodeA' });
     expect(await a.records.holderOf('nodeA-r')).toBeNull();
@@ -192,7 +263,10 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     a.records.onEnded((connectionId) => ended.push(connectionId));
     await a.records.rewrite(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
     expect(ended).toEqual(['nodeA-r']);
-    expect(await b.records.takeOver(tokenDigest('tr'), 'default', tokenDigest('tr3'))).toEqual({ ok: false, result: 'expired' });
+    expect(await b.records.takeOver(tokenDigest('tr'), 'default', tokenDigest('tr3'))).toEqual({
+      ok: false,
+      result: 'expired',
+    });
     expect(await b.users.revoke('nodeA-unknown')).toEqual({ holder: null });
   });
 
@@ -208,7 +282,11 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
 
     const held = await b.users.revokeUser('ann');
     expect(held).toEqual([['nodeB-2', 'nodeB']]);
-    for (const token of ['t1', 't2', 't4']) expect(await b.records.takeOver(tokenDigest(token), 'default', tokenDigest(token + 'x'))).toEqual({ ok: false, result: 'expired' });
+    for (const token of ['t1', 't2', 't4'])
+      expect(await b.records.takeOver(tokenDigest(token), 'default', tokenDigest(token + 'x'))).toEqual({
+        ok: false,
+        result: 'expired',
+      });
     expect(await b.records.takeOver(tokenDigest('t3'), 'default', tokenDigest('t3x'))).toMatchObject({ ok: true });
     expect(await a.link.command.zscore(names.orphanSessions, 'nodeA-1')).toBeNull();
   });
@@ -240,7 +318,25 @@ describe('SessionRecords: endpoint 8 and user-wide revocation cost what the user
     const pipeline = r.pipeline();
     for (let i = 0; i < 3000; i++) {
       const cid = `nodeD-${i}`;
-      pipeline.hset(names.session(cid), 'd', `d${i}`, 'u', `u${i}`, 'n', '', 'w', Date.now() + 60_000, 'wm', 30_000, 'uk', names.user(`u${i}`), 'us', names.userSessions(`u${i}`), 'wu', '[]');
+      pipeline.hset(
+        names.session(cid),
+        'd',
+        `d${i}`,
+        'u',
+        `u${i}`,
+        'n',
+        '',
+        'w',
+        Date.now() + 60_000,
+        'wm',
+        30_000,
+        'uk',
+        names.user(`u${i}`),
+        'us',
+        names.userSessions(`u${i}`),
+        'wu',
+        '[]',
+      );
       pipeline.sadd(names.userSessions(`u${i}`), cid);
       pipeline.zadd(names.orphanSessions, Date.now() + 60_000, cid);
       pipeline.hset(names.user(`u${i}`), 'c:*', 1, 's', 'active');

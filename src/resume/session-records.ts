@@ -3,7 +3,18 @@ import { ClusterNames } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
 import { SessionMovedError } from '../cluster/session-moved.error';
-import { AFTER_WINDOW_MS, EDIT_ORPHAN, END_ORPHANS, ORPHAN, ORPHAN_BATCH, ORPHAN_POLL_MS, SCRIPT_ORIGIN, TAKEOVER, WRITE_CHANGE, WRITE_START } from './session-record-scripts';
+import {
+  AFTER_WINDOW_MS,
+  EDIT_ORPHAN,
+  END_ORPHANS,
+  ORPHAN,
+  ORPHAN_BATCH,
+  ORPHAN_POLL_MS,
+  SCRIPT_ORIGIN,
+  TAKEOVER,
+  WRITE_CHANGE,
+  WRITE_START,
+} from './session-record-scripts';
 
 /** A tick's flush: the sessions whose record named another holder (connection id → holder), and whether REDIS_WAIT_REPLICAS confirmed the writes. */
 interface Flushed {
@@ -11,7 +22,10 @@ interface Flushed {
   isConfirmed: boolean;
 }
 
-const NOT_CONFIRMED = new ClusterUnavailableError('cluster_unavailable', 'the session record was not confirmed by the Redis replicas in time; retry');
+const NOT_CONFIRMED = new ClusterUnavailableError(
+  'cluster_unavailable',
+  'the session record was not confirmed by the Redis replicas in time; retry',
+);
 
 /** A topic position as a record keeps it: `[offset, epoch]`, epoch null before the topic's first publish. */
 export type RecordedPosition = readonly [offset: number, epoch: string | null];
@@ -51,7 +65,9 @@ export interface SessionStart {
   readonly windowEndAt: number;
 }
 
-export type TakeoverResult = { readonly ok: true; readonly record: SessionRecord } | { readonly ok: false; readonly result: 'expired' | 'invalid' };
+export type TakeoverResult =
+  | { readonly ok: true; readonly record: SessionRecord }
+  | { readonly ok: false; readonly result: 'expired' | 'invalid' };
 
 /**
  * An attached session's record lives this long unrefreshed: longer than a dead
@@ -139,7 +155,9 @@ export class SessionRecords {
     link.onSettle(async () => {
       this.written.clear();
       // A session another node took over meanwhile is forgotten by the flush (its notice follows).
-      const rewrites = [...this.restart()].map(([start, subscriptions]) => this.rewrite(start, subscriptions).catch(() => undefined));
+      const rewrites = [...this.restart()].map(([start, subscriptions]) =>
+        this.rewrite(start, subscriptions).catch(() => undefined),
+      );
       await Promise.all(rewrites);
     });
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
@@ -183,7 +201,10 @@ export class SessionRecords {
 
   /** This node rebuilt the session from its record: what is in Redis is what it wrote. */
   adopted(record: SessionRecord): void {
-    this.written.set(record.connectionId, { topics: new Set(record.topics.keys()), namespaces: new Set(record.namespaces) });
+    this.written.set(record.connectionId, {
+      topics: new Set(record.topics.keys()),
+      namespaces: new Set(record.namespaces),
+    });
   }
 
   /** The session left this node (ended, or taken over elsewhere): its record is no longer ours to write. */
@@ -195,9 +216,23 @@ export class SessionRecords {
   /** SPEC §12.3/12.5: take the session of the token `digest` over, or say why not. */
   async takeOver(digest: string, handlerName: string, newDigest: string): Promise<TakeoverResult> {
     const args = [digest, handlerName, this.nodeId, newDigest, ATTACHED_TTL_MS, this.names.prefix];
-    const reply = (await this.takeoverScript([this.names.sessionToken(digest)], args)) as [string, string?, string?, number?, string?, string[]?];
+    const reply = (await this.takeoverScript([this.names.sessionToken(digest)], args)) as [
+      string,
+      string?,
+      string?,
+      number?,
+      string?,
+      string[]?,
+    ];
     if (reply[0] !== 'ok') return { ok: false, result: reply[0] === 'expired' ? 'expired' : 'invalid' };
-    const [, connectionId, previousHolder, generation, deadline, flat] = reply as [string, string, string, number, string, string[]];
+    const [, connectionId, previousHolder, generation, deadline, flat] = reply as [
+      string,
+      string,
+      string,
+      number,
+      string,
+      string[],
+    ];
     const fields = new Map<string, string>();
     for (let i = 0; i < flat.length; i += 2) fields.set(flat[i], flat[i + 1]);
     const topics = new Map<string, RecordedPosition>();
@@ -236,8 +271,12 @@ export class SessionRecords {
    */
   async editOrphan(connectionId: string, edit: OrphanEdit): Promise<string | null> {
     const field = edit.op === 'set' || edit.op === 'add' || edit.op === 'del' ? edit.field : '';
-    const value = edit.op === 'set' || edit.op === 'add' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
-    const reply = (await this.editOrphanScript([], [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN])) as string | null;
+    const value =
+      edit.op === 'set' || edit.op === 'add' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
+    const reply = (await this.editOrphanScript(
+      [],
+      [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN],
+    )) as string | null;
     return reply;
   }
 
@@ -247,7 +286,10 @@ export class SessionRecords {
    */
   async orphan(nodeId: string): Promise<void> {
     if (nodeId === this.nodeId) this.isStopped = true;
-    const count = (await this.orphanScript([], [nodeId, this.names.prefix, nodeId === this.nodeId ? '0' : '1'])) as number;
+    const count = (await this.orphanScript(
+      [],
+      [nodeId, this.names.prefix, nodeId === this.nodeId ? '0' : '1'],
+    )) as number;
     if (count > 0) this.logger.log({ msg: 'sessions detached from their node', node: nodeId, sessions: count });
   }
 
@@ -280,7 +322,9 @@ export class SessionRecords {
     const batch = [...this.pending];
     this.pending.clear();
     if (this.isStopped) return flushed;
-    const pipeline = this.link.command.pipeline() as unknown as Record<string, (...args: unknown[]) => unknown> & { exec(): Promise<Array<[Error | null, unknown]> | null> };
+    const pipeline = this.link.command.pipeline() as unknown as Record<string, (...args: unknown[]) => unknown> & {
+      exec(): Promise<Array<[Error | null, unknown]> | null>;
+    };
     /** Pipeline index of each change script → its session. */
     const changes = new Map<number, string>();
     /** Pipeline index of each start script → its session. */
@@ -290,15 +334,34 @@ export class SessionRecords {
       const key = this.names.session(connectionId);
       const start = change.start;
       if (start !== undefined) {
-        const keys = [key, this.names.sessionToken(start.digest), this.names.nodeSessions(this.nodeId), this.names.userSessions(start.userId)];
-        const args = [this.nodeId, ATTACHED_TTL_MS, start.digest, start.userId, start.authJson, start.handlerName, this.windowMs];
-        const more = [this.names.channel('u', start.userId), start.windowEndAt, connectionId, change.isRestart === true ? '1' : '0'];
+        const keys = [
+          key,
+          this.names.sessionToken(start.digest),
+          this.names.nodeSessions(this.nodeId),
+          this.names.userSessions(start.userId),
+        ];
+        const args = [
+          this.nodeId,
+          ATTACHED_TTL_MS,
+          start.digest,
+          start.userId,
+          start.authJson,
+          start.handlerName,
+          this.windowMs,
+        ];
+        const more = [
+          this.names.channel('u', start.userId),
+          start.windowEndAt,
+          connectionId,
+          change.isRestart === true ? '1' : '0',
+        ];
         pipeline[this.writeStartName](...keys, ...args, ...more);
         starts.set(commands++, connectionId);
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
       }
-      const [fields, gone] = change.subscriptions === undefined ? [[], []] : this.subscriptionChanges(connectionId, change.subscriptions);
+      const [fields, gone] =
+        change.subscriptions === undefined ? [[], []] : this.subscriptionChanges(connectionId, change.subscriptions);
       if (fields.length === 0 && gone.length === 0 && change.windowEndAt === undefined) continue;
       pipeline[this.writeChangeName](key, this.nodeId, change.windowEndAt ?? '', fields.length / 2, ...fields, ...gone);
       changes.set(commands++, connectionId);
@@ -332,7 +395,8 @@ export class SessionRecords {
     const before = this.written.get(connectionId) ?? { topics: new Set<string>(), namespaces: new Set<string>() };
     const fields: string[] = [];
     const gone: string[] = [];
-    for (const [topic, position] of subscriptions.topics) if (!before.topics.has(topic)) fields.push('t:' + topic, JSON.stringify(position));
+    for (const [topic, position] of subscriptions.topics)
+      if (!before.topics.has(topic)) fields.push('t:' + topic, JSON.stringify(position));
     for (const topic of before.topics) if (!subscriptions.topics.has(topic)) gone.push('t:' + topic);
     const namespaces = new Set(subscriptions.namespaces);
     for (const namespace of namespaces) if (!before.namespaces.has(namespace)) fields.push('l:' + namespace, '1');
@@ -352,7 +416,8 @@ export class SessionRecords {
     for (const session of this.held()) {
       count++;
       // The user's sessions set lives as long as the longest record in it may.
-      if (!users.has(session.userId)) pipeline.pexpire(this.names.userSessions(session.userId), ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS);
+      if (!users.has(session.userId))
+        pipeline.pexpire(this.names.userSessions(session.userId), ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS);
       users.add(session.userId);
       if (session.isDetached) continue;
       pipeline.pexpire(this.names.session(session.connectionId), ATTACHED_TTL_MS);
@@ -366,7 +431,10 @@ export class SessionRecords {
 
   private scheduleOrphanPoll(): void {
     if (this.isStopped) return;
-    this.orphanTimer = setTimeout(() => void this.endOrphans().finally(() => this.scheduleOrphanPoll()), ORPHAN_POLL_MS / 2 + Math.random() * ORPHAN_POLL_MS);
+    this.orphanTimer = setTimeout(
+      () => void this.endOrphans().finally(() => this.scheduleOrphanPoll()),
+      ORPHAN_POLL_MS / 2 + Math.random() * ORPHAN_POLL_MS,
+    );
     this.orphanTimer.unref();
   }
 

@@ -49,7 +49,14 @@ export class UserSessions {
   async revoke(connectionId: string): Promise<Revocation> {
     const userId = await this.link.timed('hget', this.link.command.hget(this.names.session(connectionId), 'u'));
     if (userId === null || userId === '') return { holder: null };
-    const keys = [this.names.session(connectionId), this.names.userSessions(userId), this.names.user(userId), this.names.orphanSessions, this.names.deadlines, this.names.statusFloor];
+    const keys = [
+      this.names.session(connectionId),
+      this.names.userSessions(userId),
+      this.names.user(userId),
+      this.names.orphanSessions,
+      this.names.deadlines,
+      this.names.statusFloor,
+    ];
     const reply = (await this.revokeScript(keys, [connectionId, SCRIPT_ORIGIN])) as string[];
     return { holder: reply.length === 0 ? null : reply[0] };
   }
@@ -79,9 +86,16 @@ export class UserSessions {
    * 'retry' when the set changed in between. Two round trips; one when Redis
    * has no session of the user.
    */
-  private async overSessionsOf(userId: string, name: string, keys: readonly string[], args: readonly string[]): Promise<unknown> {
+  private async overSessionsOf(
+    userId: string,
+    name: string,
+    keys: readonly string[],
+    args: readonly string[],
+  ): Promise<unknown> {
     const set = this.names.userSessions(userId);
-    const run = (this.link.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(this.link.command);
+    const run = (this.link.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
+      this.link.command,
+    );
     for (let tries = 0; tries < USER_SET_TRIES; tries++) {
       const ids = await this.link.timed('smembers', this.link.command.smembers(set));
       if (ids.length === 0) return [];

@@ -34,7 +34,14 @@ describe(DeadlineQueue.name, () => {
   });
 
   it('retains only accepted entries and stays ordered', () => {
-    for (const [at, key] of [[5, 'x'], [1, 'drop'], [3, 'y'], [2, 'drop'], [4, 'z']] as const) sut.push(at, key);
+    for (const [at, key] of [
+      [5, 'x'],
+      [1, 'drop'],
+      [3, 'y'],
+      [2, 'drop'],
+      [4, 'z'],
+    ] as const)
+      sut.push(at, key);
     sut.retain((d) => d.key !== 'drop');
     expect(sut.popDue(10).map((d) => d.key)).toEqual(['y', 'z', 'x']);
   });

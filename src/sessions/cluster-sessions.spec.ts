@@ -20,12 +20,20 @@ describe('ClusterSessions on Redis: status versions (SPEC §7)', () => {
     await Promise.all(links.splice(0).map((link) => link.close()));
   });
 
-  async function node(names: ClusterNames, nodeId: string, announced: Array<[Status, number]>): Promise<ClusterSessions> {
+  async function node(
+    names: ClusterNames,
+    nodeId: string,
+    announced: Array<[Status, number]>,
+  ): Promise<ClusterSessions> {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
-    if (!(await link.open(3000))) throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
+    if (!(await link.open(3000)))
+      throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
     const sessions = new ClusterSessions(link, names, nodeId, () => 1);
-    sessions.bind((_, status, version) => void announced.push([status, version]), () => undefined);
+    sessions.bind(
+      (_, status, version) => void announced.push([status, version]),
+      () => undefined,
+    );
     nodes.push(sessions);
     return sessions;
   }
@@ -42,7 +50,9 @@ describe('ClusterSessions on Redis: status versions (SPEC §7)', () => {
       await a.connected('ann', 600_000, 'Gateway+json e30=', 'default');
       await b.removeNode('nodeA'); // nodeA reaped: ann, with no connection left, goes offline
     }
-    expect(announced.map(([status]) => status)).toEqual(Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? 'active' : 'offline')));
+    expect(announced.map(([status]) => status)).toEqual(
+      Array.from({ length: 60 }, (_, i) => (i % 2 === 0 ? 'active' : 'offline')),
+    );
     const regressions = announced.filter(([, version], i) => i > 0 && version <= announced[i - 1][1]);
     expect(regressions).toEqual([]);
   });

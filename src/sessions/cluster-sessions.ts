@@ -286,8 +286,13 @@ export class ClusterSessions {
     const now = Date.now();
     // Deadlines that passed before this were claimed while Redis was reachable (claims run every ≤ 500 ms).
     const unclaimedFrom = (this.link.downSince ?? now) - CLAIM_MIN_MS - CLAIM_JITTER_MS;
-    const wantedOf = (deadlineAt: number): 'active' | 'due' | 'inactive' => (deadlineAt > now ? 'active' : deadlineAt >= unclaimedFrom ? 'due' : 'inactive');
-    await Promise.all([...this.local].map(([userId, session]) => this.run(() => this.assert(userId, 'set', this.countOf(userId), wantedOf(session.deadlineAt)))));
+    const wantedOf = (deadlineAt: number): 'active' | 'due' | 'inactive' =>
+      deadlineAt > now ? 'active' : deadlineAt >= unclaimedFrom ? 'due' : 'inactive';
+    await Promise.all(
+      [...this.local].map(([userId, session]) =>
+        this.run(() => this.assert(userId, 'set', this.countOf(userId), wantedOf(session.deadlineAt))),
+      ),
+    );
   }
 
   private async flush(): Promise<void> {
@@ -303,34 +308,79 @@ export class ClusterSessions {
     await Promise.all(users.map((userId) => this.run(() => this.assert(userId, 'incr', 0, 'active'))));
   }
 
-  private async assert(userId: string, mode: 'incr' | 'set', count: number, wanted: 'active' | 'due' | 'inactive'): Promise<void> {
+  private async assert(
+    userId: string,
+    mode: 'incr' | 'set',
+    count: number,
+    wanted: 'active' | 'due' | 'inactive',
+  ): Promise<void> {
     const session = this.local.get(userId);
     if (session === undefined) return;
     const key = this.names.channel('u', userId);
-    const args = [this.nodeId, userId, session.deadlineAt, session.authorization, session.handlerName, this.head, mode, count, wanted];
-    const [status, version] = (await this.assertScript([key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusFloor], args)) as StatusReply;
+    const args = [
+      this.nodeId,
+      userId,
+      session.deadlineAt,
+      session.authorization,
+      session.handlerName,
+      this.head,
+      mode,
+      count,
+      wanted,
+    ];
+    const [status, version] = (await this.assertScript(
+      [key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusFloor],
+      args,
+    )) as StatusReply;
     if (status !== null) this.announce(userId, status, version);
   }
 
-  private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean, sessionId: string | null = null): Promise<void> {
+  private async leave(
+    userId: string,
+    nodeId: string,
+    mode: 'one' | 'all',
+    isForced: boolean,
+    sessionId: string | null = null,
+  ): Promise<void> {
     const key = this.names.channel('u', userId);
-    const keys = [key, this.names.nodeUsers(nodeId), this.names.deadlines, this.names.alive(nodeId), this.names.statusFloor, this.names.userSessions(userId)];
+    const keys = [
+      key,
+      this.names.nodeUsers(nodeId),
+      this.names.deadlines,
+      this.names.alive(nodeId),
+      this.names.statusFloor,
+      this.names.userSessions(userId),
+    ];
     const isReaping = nodeId === this.nodeId ? '0' : '1';
     const session = sessionId === null ? ['', ''] : [sessionId, this.names.prefix];
-    const reply = (await this.leaveScript(keys, [nodeId, userId, mode, isForced ? '1' : '0', this.head, isReaping, ...session])) as StatusReply;
+    const reply = (await this.leaveScript(keys, [
+      nodeId,
+      userId,
+      mode,
+      isForced ? '1' : '0',
+      this.head,
+      isReaping,
+      ...session,
+    ])) as StatusReply;
     if (reply[0] === 'offline') this.announce(userId, 'offline', reply[1]);
   }
 
   private scheduleClaim(): void {
     if (this.isStopped) return;
-    this.claimTimer = setTimeout(() => void this.claim().finally(() => this.scheduleClaim()), CLAIM_MIN_MS + Math.random() * CLAIM_JITTER_MS);
+    this.claimTimer = setTimeout(
+      () => void this.claim().finally(() => this.scheduleClaim()),
+      CLAIM_MIN_MS + Math.random() * CLAIM_JITTER_MS,
+    );
     this.claimTimer.unref();
   }
 
   private async claim(): Promise<void> {
     if (!this.link.isUp) return;
     try {
-      const claimed = (await this.claimScript([this.names.deadlines, this.names.statusFloor], [CLAIM_BATCH, this.head])) as [string, string, string, 'inactive' | 'offline', number][];
+      const claimed = (await this.claimScript(
+        [this.names.deadlines, this.names.statusFloor],
+        [CLAIM_BATCH, this.head],
+      )) as [string, string, string, 'inactive' | 'offline', number][];
       for (const [userId, authorization, handlerName, status, version] of claimed) {
         this.notice(userId, authorization, handlerName);
         this.announce(userId, status, version);

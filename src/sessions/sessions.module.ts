@@ -10,9 +10,18 @@ import { ClusterSessions } from './cluster-sessions';
 import { SessionsService } from './sessions.service';
 
 /** Cluster mode: the Redis side of sessions, wired to node deaths and the drain; null on a single node. */
-function clusterSessionsOf(cluster: ClusterContext, registry: ConnectionRegistry, shutdown: ShutdownService): ClusterSessions | null {
+function clusterSessionsOf(
+  cluster: ClusterContext,
+  registry: ConnectionRegistry,
+  shutdown: ShutdownService,
+): ClusterSessions | null {
   if (cluster.link === null) return null;
-  const sessions = new ClusterSessions(cluster.link, cluster.names, cluster.nodeId, (userId) => [...registry.ofUser(userId)].length);
+  const sessions = new ClusterSessions(
+    cluster.link,
+    cluster.names,
+    cluster.nodeId,
+    (userId) => [...registry.ofUser(userId)].length,
+  );
   cluster.onNodeGone((nodeId) => sessions.removeNode(nodeId));
   // SPEC §11 "Drain": presence goes before the clients do, so watchers see it at once.
   shutdown.onDrain(() => sessions.stop());
@@ -21,7 +30,14 @@ function clusterSessionsOf(cluster: ClusterContext, registry: ConnectionRegistry
 
 @Module({
   imports: [ConnectionsModule, UpstreamModule, ClusterModule, LifecycleModule],
-  providers: [SessionsService, { provide: ClusterSessions, inject: [ClusterContext, ConnectionRegistry, ShutdownService], useFactory: clusterSessionsOf }],
+  providers: [
+    SessionsService,
+    {
+      provide: ClusterSessions,
+      inject: [ClusterContext, ConnectionRegistry, ShutdownService],
+      useFactory: clusterSessionsOf,
+    },
+  ],
   exports: [SessionsService],
 })
 export class SessionsModule {}

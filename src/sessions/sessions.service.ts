@@ -73,10 +73,17 @@ export class SessionsService implements OnModuleDestroy {
   authorized(connection: Connection): Promise<void> | void {
     const identity = connection.identity!;
     const windowMs = this.config.sessions.newConnectionIdleTimeoutMs;
-    if (this.cluster !== null) return this.cluster.connected(identity.userId, windowMs, identity.authorization, connection.handler.name);
+    if (this.cluster !== null)
+      return this.cluster.connected(identity.userId, windowMs, identity.authorization, connection.handler.name);
     const session = this.sessions.get(identity.userId);
     if (session === undefined) {
-      const created: Session = { userId: identity.userId, status: 'active', deadlineAt: Date.now() + windowMs, identity, handler: connection.handler };
+      const created: Session = {
+        userId: identity.userId,
+        status: 'active',
+        deadlineAt: Date.now() + windowMs,
+        identity,
+        handler: connection.handler,
+      };
       this.sessions.set(identity.userId, created);
       this.schedule(created);
       this.announce(identity.userId, 'active');

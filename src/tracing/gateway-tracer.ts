@@ -46,7 +46,12 @@ export class GatewayTracer implements OnModuleDestroy {
    * request's `traceparent` when it carries one, ended when the answer is sent.
    * Only when enabled.
    */
-  traceApiRequest(method: string, endpoint: string, headers: IncomingHttpHeaders, response: NodeJS.EventEmitter & { statusCode: number }): void {
+  traceApiRequest(
+    method: string,
+    endpoint: string,
+    headers: IncomingHttpHeaders,
+    response: NodeJS.EventEmitter & { statusCode: number },
+  ): void {
     this.otel!.traceApiRequest(method, endpoint, headers, response);
   }
 

@@ -1,8 +1,24 @@
-import { Attributes, ROOT_CONTEXT, Span, SpanKind, SpanStatusCode, Tracer, defaultTextMapGetter } from '@opentelemetry/api';
+import {
+  Attributes,
+  ROOT_CONTEXT,
+  Span,
+  SpanKind,
+  SpanStatusCode,
+  Tracer,
+  defaultTextMapGetter,
+} from '@opentelemetry/api';
 import { W3CTraceContextPropagator } from '@opentelemetry/core';
 import { OTLPTraceExporter } from '@opentelemetry/exporter-trace-otlp-http';
 import { resourceFromAttributes } from '@opentelemetry/resources';
-import { AlwaysOffSampler, AlwaysOnSampler, BasicTracerProvider, BatchSpanProcessor, ParentBasedSampler, Sampler, TraceIdRatioBasedSampler } from '@opentelemetry/sdk-trace-base';
+import {
+  AlwaysOffSampler,
+  AlwaysOnSampler,
+  BasicTracerProvider,
+  BatchSpanProcessor,
+  ParentBasedSampler,
+  Sampler,
+  TraceIdRatioBasedSampler,
+} from '@opentelemetry/sdk-trace-base';
 import type { IncomingHttpHeaders } from 'node:http';
 import { TracingSettings } from './tracing-settings';
 
@@ -45,15 +61,27 @@ export class OtelTracing {
 
   constructor(settings: TracingSettings & { tracesUrl: string }, service: ServiceIdentity) {
     this.provider = new BasicTracerProvider({
-      resource: resourceFromAttributes({ 'service.name': settings.serviceName, 'service.version': service.version, 'service.instance.id': service.nodeId }),
+      resource: resourceFromAttributes({
+        'service.name': settings.serviceName,
+        'service.version': service.version,
+        'service.instance.id': service.nodeId,
+      }),
       sampler: samplerOf(settings),
-      spanProcessors: [new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.tracesUrl }), { scheduledDelayMillis: settings.scheduleDelayMs })],
+      spanProcessors: [
+        new BatchSpanProcessor(new OTLPTraceExporter({ url: settings.tracesUrl }), {
+          scheduledDelayMillis: settings.scheduleDelayMs,
+        }),
+      ],
     });
     this.tracer = this.provider.getTracer('lattice-gateway', service.version);
   }
 
   startCall(connectionId: string, method: string, destination: string): UpstreamSpan {
-    const attributes = { 'rpc.method': method, 'gateway.destination': destination, 'gateway.connection_id': connectionId };
+    const attributes = {
+      'rpc.method': method,
+      'gateway.destination': destination,
+      'gateway.connection_id': connectionId,
+    };
     return new UpstreamSpan(this.tracer.startSpan('gateway.call', { kind: SpanKind.CLIENT, attributes }));
   }
 
@@ -62,7 +90,12 @@ export class OtelTracing {
     return new UpstreamSpan(this.tracer.startSpan('gateway.authorize', { kind: SpanKind.CLIENT, attributes }));
   }
 
-  traceApiRequest(method: string, endpoint: string, headers: IncomingHttpHeaders, response: NodeJS.EventEmitter & { statusCode: number }): void {
+  traceApiRequest(
+    method: string,
+    endpoint: string,
+    headers: IncomingHttpHeaders,
+    response: NodeJS.EventEmitter & { statusCode: number },
+  ): void {
     const parent = this.propagator.extract(ROOT_CONTEXT, headers, defaultTextMapGetter);
     const attributes: Attributes = { 'http.request.method': method, 'gateway.endpoint': endpoint };
     const span = this.tracer.startSpan(`${method} ${endpoint}`, { kind: SpanKind.SERVER, attributes }, parent);
@@ -80,6 +113,11 @@ export class OtelTracing {
 }
 
 function samplerOf(settings: TracingSettings): Sampler {
-  const root = settings.sampleRatio >= 1 ? new AlwaysOnSampler() : settings.sampleRatio <= 0 ? new AlwaysOffSampler() : new TraceIdRatioBasedSampler(settings.sampleRatio);
+  const root =
+    settings.sampleRatio >= 1
+      ? new AlwaysOnSampler()
+      : settings.sampleRatio <= 0
+        ? new AlwaysOffSampler()
+        : new TraceIdRatioBasedSampler(settings.sampleRatio);
   return settings.isParentBased ? new ParentBasedSampler({ root }) : root;
 }

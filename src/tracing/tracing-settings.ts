@@ -26,10 +26,14 @@ const SAMPLERS: Record<string, { ratio: number | null; isParentBased: boolean }>
 };
 
 /** Parse the OTEL_* variables of `env`; each problem is pushed as one line onto `problems`. */
-export function tracingSettings(env: Readonly<Record<string, string | undefined>>, problems: string[]): TracingSettings {
+export function tracingSettings(
+  env: Readonly<Record<string, string | undefined>>,
+  problems: string[],
+): TracingSettings {
   const samplerName = (env.OTEL_TRACES_SAMPLER ?? 'parentbased_always_on').toLowerCase();
   const sampler = SAMPLERS[samplerName];
-  if (sampler === undefined) problems.push(`OTEL_TRACES_SAMPLER: "${samplerName}" is not supported (${Object.keys(SAMPLERS).join(', ')})`);
+  if (sampler === undefined)
+    problems.push(`OTEL_TRACES_SAMPLER: "${samplerName}" is not supported (${Object.keys(SAMPLERS).join(', ')})`);
   return {
     tracesUrl: isOff(env) ? null : tracesUrl(env, problems),
     serviceName: env.OTEL_SERVICE_NAME ?? 'lattice-gateway',
@@ -41,13 +45,19 @@ export function tracingSettings(env: Readonly<Record<string, string | undefined>
 
 function isOff(env: Readonly<Record<string, string | undefined>>): boolean {
   const hasEndpoint = (env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT ?? env.OTEL_EXPORTER_OTLP_ENDPOINT ?? '') !== '';
-  return !hasEndpoint || env.OTEL_SDK_DISABLED?.toLowerCase() === 'true' || env.OTEL_TRACES_EXPORTER?.toLowerCase() === 'none';
+  return (
+    !hasEndpoint ||
+    env.OTEL_SDK_DISABLED?.toLowerCase() === 'true' ||
+    env.OTEL_TRACES_EXPORTER?.toLowerCase() === 'none'
+  );
 }
 
 /** The signal-specific variable is used as is; the general one gets `/v1/traces` appended (OTLP spec). */
 function tracesUrl(env: Readonly<Record<string, string | undefined>>, problems: string[]): string | null {
   const specific = env.OTEL_EXPORTER_OTLP_TRACES_ENDPOINT;
-  const [key, url] = specific ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', specific] : ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '') + '/v1/traces'];
+  const [key, url] = specific
+    ? ['OTEL_EXPORTER_OTLP_TRACES_ENDPOINT', specific]
+    : ['OTEL_EXPORTER_OTLP_ENDPOINT', env.OTEL_EXPORTER_OTLP_ENDPOINT!.replace(/\/+$/, '') + '/v1/traces'];
   if (!/^https?:\/\/[^\s/]+/.test(url)) {
     problems.push(`${key}: must be an http:// or https:// URL (e.g. "http://otel-collector:4318")`);
     return null;

@@ -40,30 +40,45 @@ describe(callReply.name, () => {
   });
 
   describe('status 200 with a JSON Content-Type and invalid JSON', () => {
-    it.each(['', 'not json', '{"a":1,}', '[1,2', '{"a":1} x'])('answers body %p with data_error and the parser message', (body) => {
-      const reply = callReply(META, response(200, 'application/json', body));
-      expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'data_error' }, parserMessage(body)]);
-      expect(reply.outcome).toBe('data_error');
-    });
-  });
-
-  describe('status 200 without a JSON Content-Type', () => {
-    it.each([undefined, '', 'text/plain', 'text/json', 'application/json; charset=iso-8859-1', 'application/jsonx', 'application/json-patch+json'])(
-      'answers Content-Type %p with http_error 500 and null',
-      (contentType) => {
-        const reply = callReply(META, response(200, contentType, '{"a":1}'));
-        expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'http_error', http_error: 500 }, null]);
-        expect(reply.outcome).toBe('http_error');
+    it.each(['', 'not json', '{"a":1,}', '[1,2', '{"a":1} x'])(
+      'answers body %p with data_error and the parser message',
+      (body) => {
+        const reply = callReply(META, response(200, 'application/json', body));
+        expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'data_error' }, parserMessage(body)]);
+        expect(reply.outcome).toBe('data_error');
       },
     );
   });
 
-  describe('any other status', () => {
-    it.each([201, 204, 301, 400, 401, 403, 404, 410, 418, 500, 502, 503])('answers %i with a JSON body with that status and the body', (status) => {
-      const reply = callReply(META, response(status, 'application/json', '{"missing":true}'));
-      expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'http_error', http_error: status }, { missing: true }]);
+  describe('status 200 without a JSON Content-Type', () => {
+    it.each([
+      undefined,
+      '',
+      'text/plain',
+      'text/json',
+      'application/json; charset=iso-8859-1',
+      'application/jsonx',
+      'application/json-patch+json',
+    ])('answers Content-Type %p with http_error 500 and null', (contentType) => {
+      const reply = callReply(META, response(200, contentType, '{"a":1}'));
+      expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'http_error', http_error: 500 }, null]);
       expect(reply.outcome).toBe('http_error');
     });
+  });
+
+  describe('any other status', () => {
+    it.each([201, 204, 301, 400, 401, 403, 404, 410, 418, 500, 502, 503])(
+      'answers %i with a JSON body with that status and the body',
+      (status) => {
+        const reply = callReply(META, response(status, 'application/json', '{"missing":true}'));
+        expect(JSON.parse(reply.frame)).toEqual([
+          'error',
+          { ...META, error_kind: 'http_error', http_error: status },
+          { missing: true },
+        ]);
+        expect(reply.outcome).toBe('http_error');
+      },
+    );
 
     it.each([
       ['a non-JSON Content-Type', 'text/html', '{"a":1}'],
@@ -77,18 +92,23 @@ describe(callReply.name, () => {
   });
 
   describe('transport failures', () => {
-    it.each<UpstreamResponse>([{ kind: 'timeout' }, { kind: 'connection_error', reason: 'ECONNRESET' }, { kind: 'too_large' }])(
-      'answers $kind with http_error 500 and null',
-      (failure) => {
-        const reply = callReply(META, failure);
-        expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'http_error', http_error: 500 }, null]);
-        expect(reply.outcome).toBe('transport_error');
-      },
-    );
+    it.each<UpstreamResponse>([
+      { kind: 'timeout' },
+      { kind: 'connection_error', reason: 'ECONNRESET' },
+      { kind: 'too_large' },
+    ])('answers $kind with http_error 500 and null', (failure) => {
+      const reply = callReply(META, failure);
+      expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'http_error', http_error: 500 }, null]);
+      expect(reply.outcome).toBe('transport_error');
+    });
 
     it('answers a full destination queue with internal_error "too_many_requests"', () => {
       const reply = callReply(META, { kind: 'queue_full' });
-      expect(JSON.parse(reply.frame)).toEqual(['error', { ...META, error_kind: 'internal_error' }, 'too_many_requests']);
+      expect(JSON.parse(reply.frame)).toEqual([
+        'error',
+        { ...META, error_kind: 'internal_error' },
+        'too_many_requests',
+      ]);
       expect(reply.outcome).toBe('queue_full');
     });
   });
@@ -107,7 +127,10 @@ describe(callReply.name, () => {
     });
 
     it('is the client meta unchanged in a result', () => {
-      const [, meta] = JSON.parse(callReply(clientMeta, response(200, 'application/json', '1')).frame) as [string, JsonObject];
+      const [, meta] = JSON.parse(callReply(clientMeta, response(200, 'application/json', '1')).frame) as [
+        string,
+        JsonObject,
+      ];
       expect(meta).toEqual(clientMeta);
     });
   });

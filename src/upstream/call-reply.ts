@@ -30,7 +30,10 @@ function responseReply(
   body: Buffer,
 ): { frame: string; outcome: CallOutcome } {
   if (status !== 200) {
-    return { frame: encodeError(meta, 'http_error', errorBodyJson({ contentType, body }), status), outcome: 'http_error' };
+    return {
+      frame: encodeError(meta, 'http_error', errorBodyJson({ contentType, body }), status),
+      outcome: 'http_error',
+    };
   }
   if (!isJsonContentType(contentType)) {
     return { frame: encodeError(meta, 'http_error', 'null', 500), outcome: 'http_error' };

@@ -2,7 +2,15 @@ import type { Destination, Handler, RouteTarget } from '../config/gateway-config
 import { AUTHORIZE_METHOD, RouteTable, SESSION_INACTIVE_METHOD } from './destinations';
 
 function destination(name: string, url: string): Destination {
-  return { name, url, timeoutMs: 30_000, maxSockets: 100, queueLimit: 100_000, requestIdHeader: null, overrideHostHeader: null };
+  return {
+    name,
+    url,
+    timeoutMs: 30_000,
+    maxSockets: 100,
+    queueLimit: 100_000,
+    requestIdHeader: null,
+    overrideHostHeader: null,
+  };
 }
 
 const DESTINATIONS = new Map<string, Destination>([
@@ -45,8 +53,18 @@ describe(RouteTable.name, () => {
     ['the bare glob prefix is not matched by its glob', 'rooms', 'chat', 'http://chat:8000/rooms'],
     ['the bare longer prefix falls to the shorter glob', 'rooms.admin', 'rooms', 'http://rooms:8000/v2/rooms/admin'],
     ['a name sharing letters but not the dot misses the glob', 'roomsx.list', 'chat', 'http://chat:8000/roomsx/list'],
-    ['the auth method follows gateway.*', AUTHORIZE_METHOD, 'auth', 'http://auth:8000/api/chat1/gateway/authorize_connection'],
-    ['the inactivity method follows gateway.*', SESSION_INACTIVE_METHOD, 'auth', 'http://auth:8000/api/chat1/gateway/session_inactive'],
+    [
+      'the auth method follows gateway.*',
+      AUTHORIZE_METHOD,
+      'auth',
+      'http://auth:8000/api/chat1/gateway/authorize_connection',
+    ],
+    [
+      'the inactivity method follows gateway.*',
+      SESSION_INACTIVE_METHOD,
+      'auth',
+      'http://auth:8000/api/chat1/gateway/session_inactive',
+    ],
   ])('%s', (_case, method, destinationName, url) => {
     const route = sut.route(method);
     expect(route.destination).toBe(DESTINATIONS.get(destinationName));
@@ -91,7 +109,12 @@ describe(RouteTable.name, () => {
       }),
       DESTINATIONS,
     );
-    expect(['a.x', 'a.b.x', 'a.b.c.x', 'a.b.c'].map((m) => sut.route(m).destination.name)).toEqual(['rooms', 'auth', 'deep', 'auth']);
+    expect(['a.x', 'a.b.x', 'a.b.c.x', 'a.b.c'].map((m) => sut.route(m).destination.name)).toEqual([
+      'rooms',
+      'auth',
+      'deep',
+      'auth',
+    ]);
   });
 
   it('refuses a handler without "*"', () => {
@@ -109,6 +132,9 @@ describe(RouteTable.name, () => {
 
 describe('gateway method names', () => {
   it('are gateway.authorize_connection and gateway.session_inactive', () => {
-    expect([AUTHORIZE_METHOD, SESSION_INACTIVE_METHOD]).toEqual(['gateway.authorize_connection', 'gateway.session_inactive']);
+    expect([AUTHORIZE_METHOD, SESSION_INACTIVE_METHOD]).toEqual([
+      'gateway.authorize_connection',
+      'gateway.session_inactive',
+    ]);
   });
 });

@@ -38,7 +38,11 @@ export class RouteTable {
       const destination = destinations.get(route.destination);
       if (!destination) throw new Error(`handler ${handler.name}: unknown destination ${route.destination}`);
       const basePath = new URL(destination.url).pathname.replace(/\/+$/, '');
-      const target = { destination, urlPrefix: destination.url + route.pathPrefix, pathPrefix: basePath + route.pathPrefix };
+      const target = {
+        destination,
+        urlPrefix: destination.url + route.pathPrefix,
+        pathPrefix: basePath + route.pathPrefix,
+      };
       if (pattern === '*') fallback = target;
       else if (pattern.endsWith('.*')) this.globs.push({ prefix: pattern.slice(0, -1), target });
       else this.exact.set(pattern, target);
@@ -54,7 +58,11 @@ export class RouteTable {
     if (route !== undefined) return route;
     const target = this.targetOf(method);
     const methodPath = methodToPath(method);
-    route = { destination: target.destination, url: target.urlPrefix + methodPath, path: target.pathPrefix + methodPath };
+    route = {
+      destination: target.destination,
+      url: target.urlPrefix + methodPath,
+      path: target.pathPrefix + methodPath,
+    };
     if (this.remembered.size < MAX_REMEMBERED_ROUTES) this.remembered.set(method, route);
     return route;
   }

@@ -17,13 +17,18 @@ describe(RequestGate.name, () => {
     [11, 9],
     [100, 90],
     [101, 90],
-  ])('with %d sockets lets calls hold at most %d (the last tenth, at least one, stays for the first lane)', (maxSockets, maxCalls) => {
-    expect(new RequestGate(maxSockets, 0).maxRunningCalls).toBe(maxCalls);
-  });
+  ])(
+    'with %d sockets lets calls hold at most %d (the last tenth, at least one, stays for the first lane)',
+    (maxSockets, maxCalls) => {
+      expect(new RequestGate(maxSockets, 0).maxRunningCalls).toBe(maxCalls);
+    },
+  );
 
   it('runs calls up to their share, queues up to queueLimit more in their lane, then refuses', () => {
     const sut = new RequestGate(2, 3);
-    const outcomes = Array.from({ length: 5 }, () => admit(sut, CALL_LANE)).map((o) => (o instanceof WaitingRequest ? 'wait' : o));
+    const outcomes = Array.from({ length: 5 }, () => admit(sut, CALL_LANE)).map((o) =>
+      o instanceof WaitingRequest ? 'wait' : o,
+    );
     expect(outcomes).toEqual(['run', 'wait', 'wait', 'wait', 'refused']);
     expect([sut.running, sut.queued]).toEqual([1, 3]);
   });
@@ -75,7 +80,11 @@ describe(RequestGate.name, () => {
 
   it('refuses everything beyond the sockets when the queue limit is 0', () => {
     const sut = new RequestGate(1, 0);
-    expect([admit(sut, FIRST_LANE), admit(sut, FIRST_LANE), admit(sut, CALL_LANE)]).toEqual(['run', 'refused', 'refused']);
+    expect([admit(sut, FIRST_LANE), admit(sut, FIRST_LANE), admit(sut, CALL_LANE)]).toEqual([
+      'run',
+      'refused',
+      'refused',
+    ]);
   });
 
   it('never exceeds its sockets, the calls share or a lane limit, and never leaves a socket idle while someone may take it', () => {
@@ -85,35 +94,40 @@ describe(RequestGate.name, () => {
       fc.record({ op: fc.constant('cancel' as const), index: fc.nat() }),
     );
     fc.assert(
-      fc.property(fc.integer({ min: 1, max: 12 }), fc.nat(4), fc.array(step, { maxLength: 150 }), (maxSockets, queueLimit, steps) => {
-        const sut = new RequestGate(maxSockets, queueLimit);
-        const running: Lane[] = [];
-        const waiting: WaitingRequest[] = [];
-        for (const s of steps) {
-          if (s.op === 'admit') {
-            const outcome = admit(sut, s.lane);
-            if (outcome === 'run') running.push(s.lane);
-            else if (outcome !== 'refused') waiting.push(outcome);
-            else expect(waiting.filter((w) => w.lane === s.lane)).toHaveLength(queueLimit);
-          } else if (s.op === 'release' && running.length > 0) {
-            const [lane] = running.splice(s.index % running.length, 1);
-            const next = sut.release(lane);
-            if (next !== null) {
-              waiting.splice(waiting.indexOf(next), 1);
-              running.push(next.lane);
+      fc.property(
+        fc.integer({ min: 1, max: 12 }),
+        fc.nat(4),
+        fc.array(step, { maxLength: 150 }),
+        (maxSockets, queueLimit, steps) => {
+          const sut = new RequestGate(maxSockets, queueLimit);
+          const running: Lane[] = [];
+          const waiting: WaitingRequest[] = [];
+          for (const s of steps) {
+            if (s.op === 'admit') {
+              const outcome = admit(sut, s.lane);
+              if (outcome === 'run') running.push(s.lane);
+              else if (outcome !== 'refused') waiting.push(outcome);
+              else expect(waiting.filter((w) => w.lane === s.lane)).toHaveLength(queueLimit);
+            } else if (s.op === 'release' && running.length > 0) {
+              const [lane] = running.splice(s.index % running.length, 1);
+              const next = sut.release(lane);
+              if (next !== null) {
+                waiting.splice(waiting.indexOf(next), 1);
+                running.push(next.lane);
+              }
+            } else if (s.op === 'cancel' && waiting.length > 0) {
+              sut.cancel(waiting.splice(s.index % waiting.length, 1)[0]);
             }
-          } else if (s.op === 'cancel' && waiting.length > 0) {
-            sut.cancel(waiting.splice(s.index % waiting.length, 1)[0]);
+            const calls = running.filter((lane) => lane === CALL_LANE).length;
+            expect([sut.running, sut.queued]).toEqual([running.length, waiting.length]);
+            expect(running.length).toBeLessThanOrEqual(maxSockets);
+            expect(calls).toBeLessThanOrEqual(sut.maxRunningCalls);
+            const isSocketFree = running.length < maxSockets;
+            if (isSocketFree) expect(waiting.filter((w) => w.lane === FIRST_LANE)).toEqual([]);
+            if (isSocketFree && calls < sut.maxRunningCalls) expect(waiting).toEqual([]);
           }
-          const calls = running.filter((lane) => lane === CALL_LANE).length;
-          expect([sut.running, sut.queued]).toEqual([running.length, waiting.length]);
-          expect(running.length).toBeLessThanOrEqual(maxSockets);
-          expect(calls).toBeLessThanOrEqual(sut.maxRunningCalls);
-          const isSocketFree = running.length < maxSockets;
-          if (isSocketFree) expect(waiting.filter((w) => w.lane === FIRST_LANE)).toEqual([]);
-          if (isSocketFree && calls < sut.maxRunningCalls) expect(waiting).toEqual([]);
-        }
-      }),
+        },
+      ),
     );
   });
 });

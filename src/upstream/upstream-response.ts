@@ -3,7 +3,12 @@
  * exceptions (STYLE B8); call-reply.ts and auth-response.ts map them to frames.
  */
 export type UpstreamResponse =
-  | { readonly kind: 'response'; readonly status: number; readonly contentType: string | undefined; readonly body: Buffer }
+  | {
+      readonly kind: 'response';
+      readonly status: number;
+      readonly contentType: string | undefined;
+      readonly body: Buffer;
+    }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'connection_error'; readonly reason: string }
   | { readonly kind: 'too_large' }

@@ -93,9 +93,14 @@ export class UpstreamClient implements OnModuleDestroy {
     const startedAt = performance.now();
     // SPEC §1: authorization and inactivity notices go first; calls wait in a lane of their own.
     const lane = kind === 'call' ? CALL_LANE : FIRST_LANE;
-    if (pool.gate.tryRun(lane)) return new Promise((resolve) => this.start(pool, route.path, body, headers, kind, lane, startedAt, resolve, null));
+    if (pool.gate.tryRun(lane))
+      return new Promise((resolve) =>
+        this.start(pool, route.path, body, headers, kind, lane, startedAt, resolve, null),
+      );
     if (pool.gate.isFull(lane)) return Promise.resolve(this.record(pool, kind, QUEUE_FULL, startedAt));
-    return new Promise((resolve) => this.wait(pool, new QueuedPost(lane, route.path, body, headers, kind, startedAt, resolve)));
+    return new Promise((resolve) =>
+      this.wait(pool, new QueuedPost(lane, route.path, body, headers, kind, startedAt, resolve)),
+    );
   }
 
   /** Requests waiting or running, over all destinations (shutdown drains on this). */
@@ -112,11 +117,14 @@ export class UpstreamClient implements OnModuleDestroy {
   /** Queue `queued` in its lane (not full: checked by the caller). Its timer runs from issue (SPEC §1). */
   private wait(pool: Pool, queued: QueuedPost): void {
     pool.gate.enqueue(queued);
-    queued.timer = setTimeout(() => {
-      if (queued.onTimeout !== null) return queued.onTimeout();
-      pool.gate.cancel(queued);
-      queued.resolve(this.record(pool, queued.kind, TIMEOUT, queued.startedAt));
-    }, pool.destination.timeoutMs - (performance.now() - queued.startedAt));
+    queued.timer = setTimeout(
+      () => {
+        if (queued.onTimeout !== null) return queued.onTimeout();
+        pool.gate.cancel(queued);
+        queued.resolve(this.record(pool, queued.kind, TIMEOUT, queued.startedAt));
+      },
+      pool.destination.timeoutMs - (performance.now() - queued.startedAt),
+    );
   }
 
   /**
@@ -124,7 +132,17 @@ export class UpstreamClient implements OnModuleDestroy {
    * a lane (its timer is reused). The total timeout counts from `startedAt`,
    * queue time included (SPEC §1).
    */
-  private start(pool: Pool, path: string, body: string, headers: UpstreamHeaders, kind: UpstreamKind, lane: Lane, startedAt: number, resolve: Resolve, queued: QueuedPost | null): void {
+  private start(
+    pool: Pool,
+    path: string,
+    body: string,
+    headers: UpstreamHeaders,
+    kind: UpstreamKind,
+    lane: Lane,
+    startedAt: number,
+    resolve: Resolve,
+    queued: QueuedPost | null,
+  ): void {
     // A flat [name, value, …] array: Node writes it as is, without a setHeader per header.
     const requestHeaders = pool.baseHeaders.concat('Content-Length', String(Buffer.byteLength(body)));
     if (headers.authorization !== undefined) requestHeaders.push('Authorization', headers.authorization);
@@ -141,10 +159,18 @@ export class UpstreamClient implements OnModuleDestroy {
       // Started now, in this same turn: the agent still counts the ending socket as busy, so it
       // queues the next request and hands that socket straight to it once it is free.
       const next = pool.gate.release(lane) as QueuedPost | null;
-      if (next !== null) this.start(pool, next.path, next.body, next.headers, next.kind, next.lane, next.startedAt, next.resolve, next);
+      if (next !== null)
+        this.start(pool, next.path, next.body, next.headers, next.kind, next.lane, next.startedAt, next.resolve, next);
       resolve(this.record(pool, kind, response, startedAt));
     };
-    const options = { agent: pool.agents[lane], hostname: pool.hostname, port: pool.port, method: 'POST', path, headers: requestHeaders };
+    const options = {
+      agent: pool.agents[lane],
+      hostname: pool.hostname,
+      port: pool.port,
+      method: 'POST',
+      path,
+      headers: requestHeaders,
+    };
     let req: http.ClientRequest;
     try {
       req = pool.request(options, (res) => this.readResponse(req, res, finish));
@@ -164,7 +190,11 @@ export class UpstreamClient implements OnModuleDestroy {
     req.end(body);
   }
 
-  private readResponse(req: http.ClientRequest, res: http.IncomingMessage, resolve: (r: UpstreamResponse) => void): void {
+  private readResponse(
+    req: http.ClientRequest,
+    res: http.IncomingMessage,
+    resolve: (r: UpstreamResponse) => void,
+  ): void {
     const declared = Number(res.headers['content-length']);
     if (declared > this.maxResponseBytes) return tooLarge(req, resolve);
     const chunks: Buffer[] = [];
@@ -186,7 +216,8 @@ export class UpstreamClient implements OnModuleDestroy {
     const outcome = outcomeLabel(response);
     const key = kind + ' ' + outcome;
     let counter = pool.counters.get(key);
-    if (counter === undefined) pool.counters.set(key, (counter = this.metrics.upstreamRequests.labels(pool.destination.name, kind, outcome)));
+    if (counter === undefined)
+      pool.counters.set(key, (counter = this.metrics.upstreamRequests.labels(pool.destination.name, kind, outcome)));
     counter.inc();
     pool.duration[kind].observe((performance.now() - startedAt) / 1000);
     return response;

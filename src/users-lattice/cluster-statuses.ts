@@ -14,7 +14,8 @@ const STATUSES: ReadonlySet<string> = new Set(['active', 'inactive', 'offline'])
 export function parseStatusMessage(payload: Buffer): StatusRegister | null {
   try {
     const value: unknown = JSON.parse(payload.toString('utf8'));
-    if (Array.isArray(value) && STATUSES.has(value[0] as string) && typeof value[1] === 'number') return [value[1], value[0] as PresenceStatus];
+    if (Array.isArray(value) && STATUSES.has(value[0] as string) && typeof value[1] === 'number')
+      return [value[1], value[0] as PresenceStatus];
   } catch {
     // ignored below
   }
@@ -27,12 +28,26 @@ export function parseStatusMessage(payload: Buffer): StatusRegister | null {
  * a user never seen (SPEC §7); just before Redis' own time after an outage,
  * when Redis may have forgotten users that left meanwhile.
  */
-export async function readStatuses(link: RedisLink, names: ClusterNames, userIds: readonly string[], missingVersion = 0): Promise<Map<string, StatusRegister>> {
-  const replies = (await link.timed('hmget', link.command.pipeline(userIds.map((userId) => ['hmget', names.channel('u', userId), 's', 'ver'])).exec())) ?? [];
+export async function readStatuses(
+  link: RedisLink,
+  names: ClusterNames,
+  userIds: readonly string[],
+  missingVersion = 0,
+): Promise<Map<string, StatusRegister>> {
+  const replies =
+    (await link.timed(
+      'hmget',
+      link.command.pipeline(userIds.map((userId) => ['hmget', names.channel('u', userId), 's', 'ver'])).exec(),
+    )) ?? [];
   const out = new Map<string, StatusRegister>();
   userIds.forEach((userId, i) => {
     const [status, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
-    out.set(userId, status !== null && STATUSES.has(status) ? [Number(version), status as PresenceStatus] : [missingVersion, 'offline']);
+    out.set(
+      userId,
+      status !== null && STATUSES.has(status)
+        ? [Number(version), status as PresenceStatus]
+        : [missingVersion, 'offline'],
+    );
   });
   return out;
 }

@@ -42,7 +42,9 @@ export class PresenceService implements OnModuleInit {
   }
 
   onModuleInit(): void {
-    this.broker.handle<readonly string[]>('users_subscribe', (connectionId, userIds) => this.applySubscribe(connectionId, userIds));
+    this.broker.handle<readonly string[]>('users_subscribe', (connectionId, userIds) =>
+      this.applySubscribe(connectionId, userIds),
+    );
     this.broker.handle<null>('users_unsubscribe', (connectionId) => this.applyUnsubscribe(connectionId));
     // Endpoint 8: the user's connections may be on any node.
     this.broker.handle<readonly string[]>('users_add', (userId, userIds) => this.applyAdd(userId, userIds));
@@ -65,7 +67,9 @@ export class PresenceService implements OnModuleInit {
 
   addForUser(userId: string, userIds: readonly string[]): Promise<void> {
     const sent = this.broker.toEveryNode('users_add', userId, userIds);
-    return this.addForUserElsewhere === null ? sent : Promise.all([sent, this.addForUserElsewhere(userId, userIds)]).then(() => undefined);
+    return this.addForUserElsewhere === null
+      ? sent
+      : Promise.all([sent, this.addForUserElsewhere(userId, userIds)]).then(() => undefined);
   }
 
   /** Cluster mode, SPEC §12.2: endpoint 8 also reaches the user's resumable sessions that no node holds (their records). */
@@ -107,13 +111,15 @@ export class PresenceService implements OnModuleInit {
   /** Endpoint 8: only connections of `userId` already subscribed are affected. */
   private async applyAdd(userId: string, userIds: readonly string[]): Promise<void> {
     const subscribed = [...this.registry.ofUser(userId)].filter((connection) => this.watchLists.has(connection));
-    await Promise.all(subscribed.map(async (connection) => {
-      await this.watch(connection, userIds);
-      // A session taken over elsewhere meanwhile: that node got this command for every node too.
-      await this.registry.subscriptionsChanged(connection)?.catch((err: unknown) => {
-        if (!(err instanceof SessionMovedError)) throw err;
-      });
-    }));
+    await Promise.all(
+      subscribed.map(async (connection) => {
+        await this.watch(connection, userIds);
+        // A session taken over elsewhere meanwhile: that node got this command for every node too.
+        await this.registry.subscriptionsChanged(connection)?.catch((err: unknown) => {
+          if (!(err instanceof SessionMovedError)) throw err;
+        });
+      }),
+    );
   }
 
   private watch(connection: Connection, userIds: readonly string[]): Promise<void> | void {
@@ -129,13 +135,18 @@ export class PresenceService implements OnModuleInit {
       }
       set.add(connection);
     }
-    if (this.cluster.link !== null && newlyWatched.length > 0) return this.watchAcrossCluster(connection, userIds, newlyWatched);
+    if (this.cluster.link !== null && newlyWatched.length > 0)
+      return this.watchAcrossCluster(connection, userIds, newlyWatched);
     // Pending connections get the whole list in their snapshot after hello.
     if (connection.isReady) this.sendStatuses(connection, userIds);
   }
 
   /** Cluster mode: listen to the users' channels first, then read their statuses (nothing is missed between). */
-  private async watchAcrossCluster(connection: Connection, userIds: readonly string[], newlyWatched: readonly string[]): Promise<void> {
+  private async watchAcrossCluster(
+    connection: Connection,
+    userIds: readonly string[],
+    newlyWatched: readonly string[],
+  ): Promise<void> {
     await Promise.all(newlyWatched.map((userId) => this.broker.join('u', userId)));
     if (this.cluster.link!.isUp) {
       try {

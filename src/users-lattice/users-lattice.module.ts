@@ -4,5 +4,9 @@ import { ConnectionsModule } from '../connections/connections.module';
 import { SessionsModule } from '../sessions/sessions.module';
 import { PresenceService } from './presence.service';
 
-@Module({ imports: [ConnectionsModule, SessionsModule, ClusterModule], providers: [PresenceService], exports: [PresenceService] })
+@Module({
+  imports: [ConnectionsModule, SessionsModule, ClusterModule],
+  providers: [PresenceService],
+  exports: [PresenceService],
+})
 export class UsersLatticeModule {}

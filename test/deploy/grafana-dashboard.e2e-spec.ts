@@ -27,7 +27,8 @@ const queryPanels = panels.filter((p) => p.type !== 'row');
 
 /** Panels that may be empty here, and why. Every other panel must return data. */
 const MAY_BE_EMPTY: Record<string, string> = {
-  'Session resumes / s by result (SPEC §12)': 'SPEC §12 resumes are not on this branch yet; no resume happens in this test',
+  'Session resumes / s by result (SPEC §12)':
+    'SPEC §12 resumes are not on this branch yet; no resume happens in this test',
 };
 
 /** Grafana's variables, as Grafana would expand them for "All nodes" and a 1 s scrape interval. */
@@ -48,7 +49,19 @@ describe('deploy/grafana/gateway.json (structure)', () => {
 
   it('shows what the issue names', () => {
     const titles = queryPanels.map((p) => p.title).join('\n');
-    for (const words of [/connections/i, /authorization/i, /calls \/ s by destination/i, /latency/i, /frames sent/i, /backend api/i, /topics/i, /namespaces/i, /slow-consumer/i, /redis/i, /per node/i]) {
+    for (const words of [
+      /connections/i,
+      /authorization/i,
+      /calls \/ s by destination/i,
+      /latency/i,
+      /frames sent/i,
+      /backend api/i,
+      /topics/i,
+      /namespaces/i,
+      /slow-consumer/i,
+      /redis/i,
+      /per node/i,
+    ]) {
       expect(titles).toMatch(words);
     }
   });
@@ -66,7 +79,10 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
     for (const [i, { client, cid }] of clients.entries()) {
       client.send(['chat.send', { request_id: round }, ['hi'], {}]);
       await api(apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room/${round}`);
-      await api(apiUrl, 'PUT', `/v1/connection/${cid}/lattices/rooms`, { shared: { lobby: { n_counter: round } }, private: { [`user${i}`]: { lobby: { seen_counter: 0 } } } });
+      await api(apiUrl, 'PUT', `/v1/connection/${cid}/lattices/rooms`, {
+        shared: { lobby: { n_counter: round } },
+        private: { [`user${i}`]: { lobby: { seen_counter: 0 } } },
+      });
     }
     await api(apiUrl, 'POST', `/v1/publish/room/${round}`, { text: 'hello' });
     await api(apiUrl, 'POST', '/v1/lattice/rooms', { shared: { lobby: { n_counter: round + 1 } } });
@@ -74,7 +90,11 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
     // Barrier: a last call per client; its result comes after this round's frames.
     for (const { client } of clients) {
       client.send(['chat.send', { request_id: 1000 + round }, ['barrier'], {}]);
-      for (let frame = await client.next(); !(frame[0] === 'result' && frame[1].request_id === 1000 + round); frame = await client.next()) {
+      for (
+        let frame = await client.next();
+        !(frame[0] === 'result' && frame[1].request_id === 1000 + round);
+        frame = await client.next()
+      ) {
         // message, lattice and the round's first result frames
       }
     }
@@ -91,7 +111,8 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
       await prometheus.nextScrape();
     }
     for (const panel of queryPanels) {
-      for (const target of panel.targets!) answers.set(`${panel.title} ${target.refId}`, await prometheus.query(expand(target.expr)));
+      for (const target of panel.targets!)
+        answers.set(`${panel.title} ${target.refId}`, await prometheus.query(expand(target.expr)));
     }
   }, 90_000);
   afterAll(async () => {
@@ -99,7 +120,9 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
     await prometheus?.stop();
   });
 
-  const targets = queryPanels.flatMap((panel) => panel.targets!.map((target) => [`${panel.title} ${target.refId}`, panel.title] as const));
+  const targets = queryPanels.flatMap((panel) =>
+    panel.targets!.map((target) => [`${panel.title} ${target.refId}`, panel.title] as const),
+  );
 
   it.each(targets)('%s: the query parses and runs', (key) => {
     expect(answers.get(key)).toMatchObject({ status: 'success' });
@@ -111,17 +134,24 @@ describeWithTool('prometheus')('deploy/grafana/gateway.json against a real prome
   });
 
   const perNode = queryPanels.flatMap((panel) =>
-    panel.targets!.filter((target) => /by \(instance\)/.test(target.expr) || /per node|Redis link up/.test(panel.title)).map((target) => [`${panel.title} ${target.refId}`, target.expr] as const),
+    panel
+      .targets!.filter((target) => /by \(instance\)/.test(target.expr) || /per node|Redis link up/.test(panel.title))
+      .map((target) => [`${panel.title} ${target.refId}`, target.expr] as const),
   );
 
   it.each(perNode.filter(([, expr]) => !/gateway_connections_limit/.test(expr)))('%s: shows both nodes', (key) => {
     const answer = answers.get(key)!;
-    const instances = answer.status === 'success' ? new Set(answer.samples.map((sample) => sample.metric.instance)) : new Set();
+    const instances =
+      answer.status === 'success' ? new Set(answer.samples.map((sample) => sample.metric.instance)) : new Set();
     expect(instances.size).toBe(2);
   });
 
   it('the node variable finds both scraped nodes', async () => {
-    const response = await fetch(`${prometheus.url}/api/v1/label/instance/values?match[]=${encodeURIComponent('gateway_connections{job="lattice-gateway"}')}`);
-    expect(((await response.json()) as { data: string[] }).data.sort()).toEqual(cluster.nodes.map((node) => new URL(node.apiUrl).host).sort());
+    const response = await fetch(
+      `${prometheus.url}/api/v1/label/instance/values?match[]=${encodeURIComponent('gateway_connections{job="lattice-gateway"}')}`,
+    );
+    expect(((await response.json()) as { data: string[] }).data.sort()).toEqual(
+      cluster.nodes.map((node) => new URL(node.apiUrl).host).sort(),
+    );
   });
 });

@@ -18,18 +18,25 @@ type Manifest = any;
 function readManifests(): { file: string; object: Manifest }[] {
   return readdirSync(DIR)
     .filter((file) => file.endsWith('.yaml') && file !== 'kustomization.yaml')
-    .flatMap((file) => parseAllDocuments(readFileSync(join(DIR, file), 'utf8')).map((doc) => ({ file, object: doc.toJS() })));
+    .flatMap((file) =>
+      parseAllDocuments(readFileSync(join(DIR, file), 'utf8')).map((doc) => ({ file, object: doc.toJS() })),
+    );
 }
 
 /** Runs the ESM-only validator in its own process: [{ kind, name, error }]. */
 function validate(objects: Manifest[]): { kind: string; name: string; error: string | null }[] {
-  const out = execFileSync(process.execPath, [join(__dirname, 'validate-kubernetes.mjs')], { input: JSON.stringify(objects), encoding: 'utf8' });
+  const out = execFileSync(process.execPath, [join(__dirname, 'validate-kubernetes.mjs')], {
+    input: JSON.stringify(objects),
+    encoding: 'utf8',
+  });
   return JSON.parse(out);
 }
 
 const manifests = readManifests();
 const find = (kind: string, name?: string): Manifest => {
-  const found = manifests.filter((m) => m.object.kind === kind && (name === undefined || m.object.metadata.name === name));
+  const found = manifests.filter(
+    (m) => m.object.kind === kind && (name === undefined || m.object.metadata.name === name),
+  );
   if (found.length !== 1) throw new Error(`expected one ${kind} ${name ?? ''}, found ${found.length}`);
   return found[0].object;
 };
@@ -47,7 +54,15 @@ describe('deploy/kubernetes', () => {
   it('every object validates against the Kubernetes schemas', () => {
     const results = validate(manifests.map((m) => m.object));
     expect(results.filter((r) => r.error !== null)).toEqual([]);
-    expect(results.map((r) => r.kind).sort()).toEqual(['ConfigMap', 'Deployment', 'NetworkPolicy', 'PodDisruptionBudget', 'Secret', 'Service', 'Service']);
+    expect(results.map((r) => r.kind).sort()).toEqual([
+      'ConfigMap',
+      'Deployment',
+      'NetworkPolicy',
+      'PodDisruptionBudget',
+      'Secret',
+      'Service',
+      'Service',
+    ]);
   });
 
   it('the validator rejects an object that breaks the schema (it really validates)', () => {
@@ -81,7 +96,10 @@ describe('deploy/kubernetes', () => {
     expect(Object.keys(secret.stringData).sort()).toEqual(['BACKEND_API_TOKEN', 'REDIS_URL']);
     expect(Object.keys(configMap.data)).not.toEqual(expect.arrayContaining(['BACKEND_API_TOKEN']));
     expect(Object.keys(configMap.data)).not.toEqual(expect.arrayContaining(['REDIS_URL']));
-    expect(container.envFrom).toEqual([{ configMapRef: { name: configMap.metadata.name } }, { secretRef: { name: secret.metadata.name } }]);
+    expect(container.envFrom).toEqual([
+      { configMapRef: { name: configMap.metadata.name } },
+      { secretRef: { name: secret.metadata.name } },
+    ]);
   });
 
   it('terminationGracePeriodSeconds exceeds the preStop sleep, SHUTDOWN_GRACE and the close handshake', () => {
@@ -96,7 +114,11 @@ describe('deploy/kubernetes', () => {
   it('runs 3 non-root replicas on a read-only root filesystem with requests and limits', () => {
     expect(deployment.spec.replicas).toBe(3);
     expect(pod.spec.securityContext.runAsNonRoot).toBe(true);
-    expect(container.securityContext).toMatchObject({ readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: { drop: ['ALL'] } });
+    expect(container.securityContext).toMatchObject({
+      readOnlyRootFilesystem: true,
+      allowPrivilegeEscalation: false,
+      capabilities: { drop: ['ALL'] },
+    });
     expect(container.resources.requests).toEqual({ cpu: expect.any(String), memory: expect.any(String) });
     expect(container.resources.limits.memory).toEqual(expect.any(String));
     expect(matches(deployment.spec.selector.matchLabels, pod.metadata.labels)).toBe(true);
@@ -105,7 +127,8 @@ describe('deploy/kubernetes', () => {
   it('the public Service exposes only the public port; the internal one is ClusterIP on the internal port', () => {
     const publicService = find('Service', 'lattice-gateway');
     const internalService = find('Service', 'lattice-gateway-internal');
-    for (const service of [publicService, internalService]) expect(matches(service.spec.selector, pod.metadata.labels)).toBe(true);
+    for (const service of [publicService, internalService])
+      expect(matches(service.spec.selector, pod.metadata.labels)).toBe(true);
     expect(publicService.spec.ports.map((p: Manifest) => p.targetPort)).toEqual(['http']);
     expect(internalService.spec.type).toBe('ClusterIP');
     expect(internalService.spec.ports.map((p: Manifest) => p.targetPort)).toEqual(['internal']);
@@ -115,7 +138,10 @@ describe('deploy/kubernetes', () => {
     const policy = find('NetworkPolicy');
     expect(matches(policy.spec.podSelector.matchLabels, pod.metadata.labels)).toBe(true);
     expect(policy.spec.policyTypes).toContain('Ingress');
-    const rulesOpening = (port: string) => policy.spec.ingress.filter((rule: Manifest) => rule.ports.some((p: Manifest) => p.port === port || p.port === containerPort(port)));
+    const rulesOpening = (port: string) =>
+      policy.spec.ingress.filter((rule: Manifest) =>
+        rule.ports.some((p: Manifest) => p.port === port || p.port === containerPort(port)),
+      );
     expect(rulesOpening('http')).toHaveLength(1);
     const internalRules = rulesOpening('internal');
     expect(internalRules).toHaveLength(1);
@@ -135,7 +161,8 @@ describe('deploy/kubernetes', () => {
     beforeAll(async () => {
       // Cluster mode as in the manifests, on the test Redis; ports as the harness binds them (0).
       const env: Record<string, string> = { ...manifestEnv, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix() };
-      for (const key of ['HOST', 'PORT', 'BACKEND_API_HOST', 'BACKEND_API_PORT', 'UPSTREAM_URL', 'NODE_OPTIONS']) delete env[key];
+      for (const key of ['HOST', 'PORT', 'BACKEND_API_HOST', 'BACKEND_API_PORT', 'UPSTREAM_URL', 'NODE_OPTIONS'])
+        delete env[key];
       gateway = await startTestGateway(env);
     });
     afterAll(() => gateway?.close());
@@ -146,11 +173,14 @@ describe('deploy/kubernetes', () => {
       throw new Error(`probe port ${portName} is not a listener`);
     };
 
-    it.each(['startupProbe', 'livenessProbe', 'readinessProbe'])('the %s answers 200 on the route and listener it names', async (probe) => {
-      const { path, port } = container[probe].httpGet;
-      const response = await fetch(listenerUrl(port) + path);
-      expect(response.status).toBe(200);
-    });
+    it.each(['startupProbe', 'livenessProbe', 'readinessProbe'])(
+      'the %s answers 200 on the route and listener it names',
+      async (probe) => {
+        const { path, port } = container[probe].httpGet;
+        const response = await fetch(listenerUrl(port) + path);
+        expect(response.status).toBe(200);
+      },
+    );
 
     it('liveness and readiness use /health/live and /health/ready', () => {
       expect(container.livenessProbe.httpGet.path).toBe('/health/live');

@@ -52,21 +52,29 @@ function coverage(alert: string): { fires: boolean; silent: boolean } {
 
 /** Metric names an expression reads (histogram series folded to their family). */
 function metricsOf(expr: string): string[] {
-  const names = expr.replace(/\{[^}]*\}/g, '').replace(/"[^"]*"/g, '').match(/\b[a-z_][a-z0-9_]*\b/g) ?? [];
+  const names =
+    expr
+      .replace(/\{[^}]*\}/g, '')
+      .replace(/"[^"]*"/g, '')
+      .match(/\b[a-z_][a-z0-9_]*\b/g) ?? [];
   return [...new Set(names.filter((n) => n.includes('_') && !FUNCTIONS.has(n)).map((n) => n.replace(/_bucket$/, '')))];
 }
 const FUNCTIONS = new Set(['histogram_quantile', 'predict_linear', 'max_over_time', 'min_over_time']);
 
 describeWithTool('promtool')('deploy/prometheus/alerts.yml', () => {
   it('promtool check rules passes', () => {
-    expect(execFileSync('promtool', ['check', 'rules', join(DIR, 'alerts.yml')], { encoding: 'utf8' })).toMatch(/SUCCESS: \d+ rules found/);
+    expect(execFileSync('promtool', ['check', 'rules', join(DIR, 'alerts.yml')], { encoding: 'utf8' })).toMatch(
+      /SUCCESS: \d+ rules found/,
+    );
   });
 
   it('promtool test rules passes alerts.test.yml', () => {
-    expect(execFileSync('promtool', ['test', 'rules', join(DIR, 'alerts.test.yml')], { encoding: 'utf8' })).toMatch(/SUCCESS/);
+    expect(execFileSync('promtool', ['test', 'rules', join(DIR, 'alerts.test.yml')], { encoding: 'utf8' })).toMatch(
+      /SUCCESS/,
+    );
   });
 
-  it('the issue\'s alerts are all there', () => {
+  it("the issue's alerts are all there", () => {
     expect(rules.map((r) => r.alert).sort()).toEqual(
       [
         'GatewayAuthFailures',
@@ -91,27 +99,41 @@ describeWithTool('promtool')('deploy/prometheus/alerts.yml', () => {
     expect(coverage(alert)).toEqual({ fires: true, silent: true });
   });
 
-  it.each(rules.map((r) => [r.alert, r]))('%s has a summary, a description and a runbook section in docs/operations.md', (_alert, rule) => {
-    const operations = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
-    expect(rule.annotations.summary).toEqual(expect.any(String));
-    expect(rule.annotations.description).toEqual(expect.any(String));
-    expect(rule.annotations.runbook).toBe(`docs/operations.md#${rule.alert.toLowerCase()}`);
-    expect(operations).toMatch(new RegExp(`^### ${rule.alert}$`, 'm'));
-  });
+  it.each(rules.map((r) => [r.alert, r]))(
+    '%s has a summary, a description and a runbook section in docs/operations.md',
+    (_alert, rule) => {
+      const operations = readFileSync(join(ROOT, 'docs/operations.md'), 'utf8');
+      expect(rule.annotations.summary).toEqual(expect.any(String));
+      expect(rule.annotations.description).toEqual(expect.any(String));
+      expect(rule.annotations.runbook).toBe(`docs/operations.md#${rule.alert.toLowerCase()}`);
+      expect(operations).toMatch(new RegExp(`^### ${rule.alert}$`, 'm'));
+    },
+  );
 
   describe('metric names', () => {
     let gateway: TestGateway;
     let exported: Set<string>;
     let text: string;
     beforeAll(async () => {
-      gateway = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: randomPrefix(), MAX_CONNECTIONS: '1234' });
+      gateway = await startTestGateway({
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: randomPrefix(),
+        MAX_CONNECTIONS: '1234',
+      });
       text = await (await fetch(gateway.apiUrl + '/metrics')).text();
-      exported = new Set(text.split('\n').filter((line) => line.startsWith('# TYPE ')).map((line) => line.split(' ')[2]));
+      exported = new Set(
+        text
+          .split('\n')
+          .filter((line) => line.startsWith('# TYPE '))
+          .map((line) => line.split(' ')[2]),
+      );
     });
     afterAll(() => gateway?.close());
 
     it.each(rules.map((r) => [r.alert, r]))('%s reads only metrics a cluster-mode gateway exports', (_alert, rule) => {
-      const unknown = metricsOf(rule.expr).filter((name) => !exported.has(name) && !EXTERNAL.has(name) && !PENDING_SPEC_12.has(name));
+      const unknown = metricsOf(rule.expr).filter(
+        (name) => !exported.has(name) && !EXTERNAL.has(name) && !PENDING_SPEC_12.has(name),
+      );
       expect(unknown).toEqual([]);
     });
 

@@ -37,11 +37,23 @@ export class PrometheusServer {
     };
     writeFileSync(join(dir, 'prometheus.yml'), JSON.stringify(config));
     const port = await freePort();
-    const child = spawn('prometheus', [`--config.file=${join(dir, 'prometheus.yml')}`, `--storage.tsdb.path=${join(dir, 'data')}`, `--web.listen-address=127.0.0.1:${port}`], {
-      stdio: ['ignore', 'ignore', 'pipe'],
-    });
+    const child = spawn(
+      'prometheus',
+      [
+        `--config.file=${join(dir, 'prometheus.yml')}`,
+        `--storage.tsdb.path=${join(dir, 'data')}`,
+        `--web.listen-address=127.0.0.1:${port}`,
+      ],
+      {
+        stdio: ['ignore', 'ignore', 'pipe'],
+      },
+    );
     const server = new PrometheusServer(child, dir, `http://127.0.0.1:${port}`);
-    await server.until(async () => (await fetch(server.url + '/-/ready')).status === 200, 'prometheus to be ready', 30_000);
+    await server.until(
+      async () => (await fetch(server.url + '/-/ready')).status === 200,
+      'prometheus to be ready',
+      30_000,
+    );
     return server;
   }
 
@@ -49,25 +61,33 @@ export class PrometheusServer {
   async query(expr: string): Promise<QueryAnswer> {
     const response = await fetch(`${this.url}/api/v1/query?query=${encodeURIComponent(expr)}`);
     const body = (await response.json()) as { status: string; data?: { result: Sample[] }; error?: string };
-    return body.status === 'success' ? { status: 'success', samples: body.data!.result } : { status: 'error', error: body.error ?? `HTTP ${response.status}` };
+    return body.status === 'success'
+      ? { status: 'success', samples: body.data!.result }
+      : { status: 'error', error: body.error ?? `HTTP ${response.status}` };
   }
 
   /** Resolve once Prometheus has scraped every target at least once after now. */
   async nextScrape(ms = 10_000): Promise<void> {
     const after = Date.now() / 1000;
-    await this.until(async () => {
-      const answer = await this.query('min(timestamp(up{job="lattice-gateway"}))');
-      return answer.status === 'success' && answer.samples.length === 1 && Number(answer.samples[0].value[1]) > after;
-    }, 'a scrape of every target', ms);
+    await this.until(
+      async () => {
+        const answer = await this.query('min(timestamp(up{job="lattice-gateway"}))');
+        return answer.status === 'success' && answer.samples.length === 1 && Number(answer.samples[0].value[1]) > after;
+      },
+      'a scrape of every target',
+      ms,
+    );
   }
 
   /** Poll `check` (every 100 ms) until it holds, within `ms`; the failure names `what` and Prometheus's last log lines. */
   async until(check: () => Promise<boolean>, what: string, ms: number): Promise<void> {
     const deadline = Date.now() + ms;
     for (;;) {
-      if (this.child.exitCode !== null) throw new Error(`prometheus exited (${this.child.exitCode}) while waiting for ${what}: ${this.stderr}`);
+      if (this.child.exitCode !== null)
+        throw new Error(`prometheus exited (${this.child.exitCode}) while waiting for ${what}: ${this.stderr}`);
       if (await check().catch(() => false)) return;
-      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}; prometheus said: ${this.stderr}`);
+      if (Date.now() > deadline)
+        throw new Error(`timed out after ${ms} ms waiting for ${what}; prometheus said: ${this.stderr}`);
       await new Promise((resolve) => setTimeout(resolve, 100));
     }
   }

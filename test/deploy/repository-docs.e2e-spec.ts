@@ -49,7 +49,9 @@ describe('repository documentation', () => {
   });
 
   it('finds the Markdown files', () => {
-    expect(markdownFiles).toEqual(expect.arrayContaining(['README.md', 'CHANGELOG.md', 'docs/protocol.md', 'docs/operations.md']));
+    expect(markdownFiles).toEqual(
+      expect.arrayContaining(['README.md', 'CHANGELOG.md', 'docs/protocol.md', 'docs/operations.md']),
+    );
   });
 
   it.each(markdownFiles)('%s links only to files inside the repository that exist', (file) => {

@@ -15,7 +15,10 @@ for (const object of objects) {
     const model = await import(modulePath);
     new model[object.kind](object).validate();
   } catch (err) {
-    error = err?.code === 'ERR_MODULE_NOT_FOUND' || err?.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED' ? `no schema for ${object.apiVersion} ${object.kind}` : String(err?.message ?? err);
+    error =
+      err?.code === 'ERR_MODULE_NOT_FOUND' || err?.code === 'ERR_PACKAGE_PATH_NOT_EXPORTED'
+        ? `no schema for ${object.apiVersion} ${object.kind}`
+        : String(err?.message ?? err);
   }
   results.push({ kind: object.kind, name, error });
 }

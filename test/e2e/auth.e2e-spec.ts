@@ -8,10 +8,15 @@ import { deferred } from './harness/wait';
 import { WsClient } from './harness/ws-client';
 
 const AUTH_PATH = '/gateway/authorize_connection';
-const VERSION = (JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string }).version;
+const VERSION = (JSON.parse(readFileSync(join(__dirname, '../../package.json'), 'utf8')) as { version: string })
+  .version;
 const CONNECTION_ID = /^[A-Za-z0-9_-]{1,64}$/;
 
-type AuthBody = [{ connection_id: string }, unknown[], { http_cookie: string | null; http_authorization: string | null; url_querystring: string }];
+type AuthBody = [
+  { connection_id: string },
+  unknown[],
+  { http_cookie: string | null; http_authorization: string | null; url_querystring: string },
+];
 
 /** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
 function identityOf(json: string): string {
@@ -86,7 +91,10 @@ describe('authorization (SPEC §3)', () => {
     });
 
     it('accepts application/json with a utf-8 charset', async () => {
-      t.upstream.on(`POST ${AUTH_PATH}`, { headers: { 'Content-Type': 'application/json; charset=utf-8' }, json: { user_id: 'u1' } });
+      t.upstream.on(`POST ${AUTH_PATH}`, {
+        headers: { 'Content-Type': 'application/json; charset=utf-8' },
+        json: { user_id: 'u1' },
+      });
       const { hello } = await t.hello();
       expect(hello).toEqual(['hello', {}, { user_id: 'u1' }]);
     });
@@ -113,7 +121,9 @@ describe('authorization (SPEC §3)', () => {
       const { client, hello } = await t.hello();
       expect(hello).toEqual(['hello', {}, { user_id: 'u1', tags: [1, 2] }]);
       await client.call('x', { request_id: 1 });
-      expect((await t.upstream.requestTo('/x')).headers.authorization).toBe(identityOf('{"user_id":"u1","tags":[1,2]}'));
+      expect((await t.upstream.requestTo('/x')).headers.authorization).toBe(
+        identityOf('{"user_id":"u1","tags":[1,2]}'),
+      );
     });
   });
 
@@ -125,9 +135,17 @@ describe('authorization (SPEC §3)', () => {
       const auth = await t.upstream.requestTo(AUTH_PATH);
       const cid = (auth.body as AuthBody)[0].connection_id;
       expect(auth.headers['x-request-id']).toBe(`${cid}-auth`);
-      expect(await client.call('a', { request_id: 7 })).toEqual(['result', { request_id: 7 }, { args: [], kwargs: {} }]);
+      expect(await client.call('a', { request_id: 7 })).toEqual([
+        'result',
+        { request_id: 7 },
+        { args: [], kwargs: {} },
+      ]);
       expect((await t.upstream.requestTo('/a')).headers['x-request-id']).toBe(`${cid}-7`);
-      expect(await client.call('b', { request_id: 'abc_D-9' })).toEqual(['result', { request_id: 'abc_D-9' }, { args: [], kwargs: {} }]);
+      expect(await client.call('b', { request_id: 'abc_D-9' })).toEqual([
+        'result',
+        { request_id: 'abc_D-9' },
+        { args: [], kwargs: {} },
+      ]);
       expect((await t.upstream.requestTo('/b')).headers['x-request-id']).toBe(`${cid}-abc_D-9`);
     });
   });
@@ -144,16 +162,26 @@ describe('authorization (SPEC §3)', () => {
       await failWith({ status, json: { error: 'denied', status } }, status, { error: 'denied', status });
     });
 
-    it.each([400, 401, 403, 404, 410, 500, 503])('passes status %i on with null when its body is not JSON', async (status) => {
-      await failWith({ status, headers: { 'Content-Type': 'text/plain' }, text: 'denied' }, status, null);
-    });
+    it.each([400, 401, 403, 404, 410, 500, 503])(
+      'passes status %i on with null when its body is not JSON',
+      async (status) => {
+        await failWith({ status, headers: { 'Content-Type': 'text/plain' }, text: 'denied' }, status, null);
+      },
+    );
 
-    it.each([400, 401, 403, 404, 410, 500, 503])('passes status %i on with null when its JSON body does not parse', async (status) => {
-      await failWith({ status, text: '{"error":' }, status, null);
-    });
+    it.each([400, 401, 403, 404, 410, 500, 503])(
+      'passes status %i on with null when its JSON body does not parse',
+      async (status) => {
+        await failWith({ status, text: '{"error":' }, status, null);
+      },
+    );
 
     it.each([201, 204, 302, 405, 502])('collapses status %i to 500 with null', async (status) => {
-      await failWith({ status, headers: status === 302 ? { Location: '/elsewhere' } : {}, json: { user_id: 'u1' } }, 500, null);
+      await failWith(
+        { status, headers: status === 302 ? { Location: '/elsewhere' } : {}, json: { user_id: 'u1' } },
+        500,
+        null,
+      );
     });
 
     it.each<[string, Reply]>([
@@ -173,7 +201,10 @@ describe('authorization (SPEC §3)', () => {
       ['user_id of 257 characters', { json: { user_id: 'a'.repeat(257) } }],
       ['a trailing comma', { text: '{"user_id": "u1",}' }],
       ['Content-Type text/plain', { headers: { 'Content-Type': 'text/plain' }, json: { user_id: 'u1' } }],
-      ['a latin-1 charset', { headers: { 'Content-Type': 'application/json; charset=iso-8859-1' }, json: { user_id: 'u1' } }],
+      [
+        'a latin-1 charset',
+        { headers: { 'Content-Type': 'application/json; charset=iso-8859-1' }, json: { user_id: 'u1' } },
+      ],
     ])('refuses a 200 answer with %s: 500 and null', async (_what, reply) => {
       await failWith(reply, 500, null);
     });
@@ -181,7 +212,9 @@ describe('authorization (SPEC §3)', () => {
     it('refuses an authorization object over 8 KiB and accepts one of exactly 8 KiB', async () => {
       const pad = 8192 - JSON.stringify({ user_id: 'u1', pad: '' }).length;
       t.upstream.on(`POST ${AUTH_PATH}`, (req) =>
-        (req.body as AuthBody)[2].url_querystring === 'big' ? { json: { user_id: 'u1', pad: 'x'.repeat(pad + 1) } } : { json: { user_id: 'u1', pad: 'x'.repeat(pad) } },
+        (req.body as AuthBody)[2].url_querystring === 'big'
+          ? { json: { user_id: 'u1', pad: 'x'.repeat(pad + 1) } }
+          : { json: { user_id: 'u1', pad: 'x'.repeat(pad) } },
       );
       const { hello } = await t.hello();
       expect(JSON.stringify(hello[2])).toHaveLength(8192);
@@ -240,7 +273,11 @@ describe('authorization (SPEC §3)', () => {
       await client.flush();
       expect(client.socket.readyState).toBe(client.socket.OPEN);
       client.send(frame); // over 1 KiB
-      expect(await client.next()).toEqual(['fatal_error', { error_kind: 'validation_error' }, 'frames before hello exceed 1024 bytes']);
+      expect(await client.next()).toEqual([
+        'fatal_error',
+        { error_kind: 'validation_error' },
+        'frames before hello exceed 1024 bytes',
+      ]);
       expect(await client.closed()).toEqual({ code: 1008, reason: 'early_frames_over_limit' });
       expect(client.frames).toHaveLength(1);
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH]);
@@ -248,7 +285,9 @@ describe('authorization (SPEC §3)', () => {
   });
 
   describe('before hello (one upstream socket, so upstream order is send order)', () => {
-    beforeEach(async () => (t = await startTestGateway({ UPSTREAM_MAX_SOCKETS: '1', NEW_CONNECTION_IDLE_TIMEOUT: '200ms' })));
+    beforeEach(
+      async () => (t = await startTestGateway({ UPSTREAM_MAX_SOCKETS: '1', NEW_CONNECTION_IDLE_TIMEOUT: '200ms' })),
+    );
 
     it('processes frames received before hello in order right after it', async () => {
       const release = deferred();
@@ -265,8 +304,16 @@ describe('authorization (SPEC §3)', () => {
       await client.flush(); // the gateway now holds all four frames
       release.resolve();
       expect(await client.next()).toEqual(['hello', {}, { user_id: 'u1' }]);
-      expect(await client.next()).toEqual(['error', { request_id: 1, error_kind: 'validation_error' }, 'invalid method']);
-      expect(await client.next()).toEqual(['error', { request_id: 4, error_kind: 'validation_error' }, 'invalid method']);
+      expect(await client.next()).toEqual([
+        'error',
+        { request_id: 1, error_kind: 'validation_error' },
+        'invalid method',
+      ]);
+      expect(await client.next()).toEqual([
+        'error',
+        { request_id: 4, error_kind: 'validation_error' },
+        'invalid method',
+      ]);
       expect(await client.next()).toEqual(['result', { request_id: 2 }, { args: [1], kwargs: {} }]);
       expect(await client.next()).toEqual(['result', { request_id: 3 }, { args: [2], kwargs: {} }]);
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH, '/first', '/second']);
@@ -286,7 +333,11 @@ describe('authorization (SPEC §3)', () => {
       release.resolve();
       await expectAuthFailure(client, 403, { error: 'banned' });
       const { client: barrier } = await t.hello({ query: 'user=barrier' });
-      expect(await barrier.call('barrier', { request_id: 1 })).toEqual(['result', { request_id: 1 }, { args: [], kwargs: {} }]);
+      expect(await barrier.call('barrier', { request_id: 1 })).toEqual([
+        'result',
+        { request_id: 1 },
+        { args: [], kwargs: {} },
+      ]);
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH, AUTH_PATH, '/barrier']);
     });
 

@@ -78,7 +78,7 @@ describe('backend API paths are matched exactly (SPEC §5, issue 11 defect 3)', 
     expect({ path, status: res.status, text: res.text }).toEqual({ path, status: 404, text: '' });
   });
 
-  it('publishes nothing for a case-folded path: the client gets only the exact path\'s message', async () => {
+  it("publishes nothing for a case-folded path: the client gets only the exact path's message", async () => {
     const { client, cid: own } = await t.helloAs('bob');
     expect((await api(t.apiUrl, 'PUT', `/v1/connection/${own}/subscriptions/x`)).status).toBe(204);
     expect((await api(t.apiUrl, 'POST', '/V1/publish/x', { n: 'folded' })).status).toBe(404);
@@ -93,7 +93,11 @@ describe('backend API paths are matched exactly (SPEC §5, issue 11 defect 3)', 
     ['/v1/publish//x', 'POST'],
     ['//v1/publish/x', 'POST'],
   ])('does not fold slashes: %s is 404', async (path, method) => {
-    const answer = await exchange(Number(new URL(t.apiUrl).port), `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`, 'stay');
+    const answer = await exchange(
+      Number(new URL(t.apiUrl).port),
+      `${method} ${path} HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`,
+      'stay',
+    );
     expect({ path, status: statusOf(answer) }).toEqual({ path, status: 404 });
   });
 });
@@ -107,33 +111,57 @@ describe('broken or abandoned /v1 bodies are client faults (SPEC §5, issue 11 d
   });
   afterAll(() => t.close());
 
-  const head = (extra: string): string => `POST /v1/publish/faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}\r\n`;
+  const head = (extra: string): string =>
+    `POST /v1/publish/faults HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\n${extra}\r\n`;
   const CASES: ReadonlyArray<[string, string, Ending, boolean]> = [
-    ['Content-Length 100, then only {"a": and a half-close', head('Content-Length: 100\r\n') + '{"a":', 'half-close', true],
+    [
+      'Content-Length 100, then only {"a": and a half-close',
+      head('Content-Length: 100\r\n') + '{"a":',
+      'half-close',
+      true,
+    ],
     ['a malformed chunk size', head('Transfer-Encoding: chunked\r\n') + '5\r\n{"a":\r\nzz\r\n', 'stay', true],
-    ['a chunk extension over 16 KiB', head('Transfer-Encoding: chunked\r\n') + `5;ext=${'e'.repeat(17 * 1024)}\r\n{"a":\r\n`, 'stay', true],
-    ['a half-close in the middle of a chunked body', head('Transfer-Encoding: chunked\r\n') + '5\r\n{"a":\r\n', 'half-close', true],
-    ['a client that drops mid-body (reset)', head('Content-Length: 100\r\nExpect: 100-continue\r\n') + '{"a":', 'reset', false],
+    [
+      'a chunk extension over 16 KiB',
+      head('Transfer-Encoding: chunked\r\n') + `5;ext=${'e'.repeat(17 * 1024)}\r\n{"a":\r\n`,
+      'stay',
+      true,
+    ],
+    [
+      'a half-close in the middle of a chunked body',
+      head('Transfer-Encoding: chunked\r\n') + '5\r\n{"a":\r\n',
+      'half-close',
+      true,
+    ],
+    [
+      'a client that drops mid-body (reset)',
+      head('Content-Length: 100\r\nExpect: 100-continue\r\n') + '{"a":',
+      'reset',
+      false,
+    ],
   ];
 
-  it.each(CASES)('%s: 400 when the socket can carry it, no error log, no 500, counted as sent', async (_what, text, ending, isAnswerExpected) => {
-    const before = await scrapeMetrics(t.apiUrl);
-    const logsBefore = t.logs.length;
-    const answer = await exchange(port, text, ending);
-    if (isAnswerExpected) {
-      expect(statusOf(answer)).toBe(400);
-      expect(answer).not.toMatch(/\r\n\r\n[\s\S]*HTTP\/1\.1/); // one answer, not two
-    }
-    // The server is done with the request once the connection is closed; the metric is counted on 'finish'.
-    const after = await scrapeMetrics(t.apiUrl);
-    expect(after.value(PUBLISH_400) - before.value(PUBLISH_400)).toBe(isAnswerExpected ? 1 : 0);
-    expect(after.value(PUBLISH_500) - before.value(PUBLISH_500)).toBe(0);
-    // A barrier: a request after the fault has passed through the whole stack, so any log line of the fault is written.
-    expect((await api(t.apiUrl, 'POST', '/v1/publish/faults', { ok: true })).status).toBe(204);
-    const lines = t.logs.slice(logsBefore).map((line) => JSON.parse(line) as { level: string; msg?: string });
-    expect(lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
-    expect(lines.filter((l) => l.msg === 'backend API handler failed')).toEqual([]);
-  });
+  it.each(CASES)(
+    '%s: 400 when the socket can carry it, no error log, no 500, counted as sent',
+    async (_what, text, ending, isAnswerExpected) => {
+      const before = await scrapeMetrics(t.apiUrl);
+      const logsBefore = t.logs.length;
+      const answer = await exchange(port, text, ending);
+      if (isAnswerExpected) {
+        expect(statusOf(answer)).toBe(400);
+        expect(answer).not.toMatch(/\r\n\r\n[\s\S]*HTTP\/1\.1/); // one answer, not two
+      }
+      // The server is done with the request once the connection is closed; the metric is counted on 'finish'.
+      const after = await scrapeMetrics(t.apiUrl);
+      expect(after.value(PUBLISH_400) - before.value(PUBLISH_400)).toBe(isAnswerExpected ? 1 : 0);
+      expect(after.value(PUBLISH_500) - before.value(PUBLISH_500)).toBe(0);
+      // A barrier: a request after the fault has passed through the whole stack, so any log line of the fault is written.
+      expect((await api(t.apiUrl, 'POST', '/v1/publish/faults', { ok: true })).status).toBe(204);
+      const lines = t.logs.slice(logsBefore).map((line) => JSON.parse(line) as { level: string; msg?: string });
+      expect(lines.filter((l) => l.level === 'error' || l.level === 'warn')).toEqual([]);
+      expect(lines.filter((l) => l.msg === 'backend API handler failed')).toEqual([]);
+    },
+  );
 
   it('keeps serving on the same listener after every fault', async () => {
     for (const [, text, ending] of CASES) await exchange(port, text, ending);
@@ -154,8 +182,12 @@ describe('the /v1 entry sees every form of request target (SPEC §1, §5)', () =
     ['absolute form with a query', 'http://127.0.0.1/v1/publish/x?a=1'],
   ])('checks the token for the %s: 401 without it, 204 with it', async (_form, target) => {
     const port = Number(new URL(t.apiUrl).port);
-    const request = (auth: string): string => `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`;
+    const request = (auth: string): string =>
+      `POST ${target} HTTP/1.1\r\nHost: x\r\n${auth}Content-Type: application/json\r\nContent-Length: 2\r\nConnection: close\r\n\r\n{}`;
     expect({ target, status: statusOf(await exchange(port, request(''), 'stay')) }).toEqual({ target, status: 401 });
-    expect({ target, status: statusOf(await exchange(port, request('Authorization: Bearer secret\r\n'), 'stay')) }).toEqual({ target, status: 204 });
+    expect({
+      target,
+      status: statusOf(await exchange(port, request('Authorization: Bearer secret\r\n'), 'stay')),
+    }).toEqual({ target, status: 204 });
   });
 });

@@ -27,10 +27,17 @@ function validate(document: unknown): Promise<{ valid: boolean; version: string;
     const result = await validator.validate(JSON.parse(text));
     process.stdout.write(JSON.stringify({ valid: result.valid, version: validator.version, errors: result.errors }));`;
   const run = new Promise<string>((resolve, reject) => {
-    const child = execFile(process.execPath, ['--input-type=module', '-e', script], { cwd: ROOT }, (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)));
+    const child = execFile(
+      process.execPath,
+      ['--input-type=module', '-e', script],
+      { cwd: ROOT },
+      (err, stdout, stderr) => (err ? reject(new Error(`${err.message}\n${stderr}`)) : resolve(stdout)),
+    );
     child.stdin!.end(JSON.stringify(document));
   });
-  return within(run, 'the OpenAPI validator', 15_000).then((out) => JSON.parse(out) as { valid: boolean; version: string; errors?: unknown });
+  return within(run, 'the OpenAPI validator', 15_000).then(
+    (out) => JSON.parse(out) as { valid: boolean; version: string; errors?: unknown },
+  );
 }
 
 /**
@@ -38,19 +45,23 @@ function validate(document: unknown): Promise<{ valid: boolean; version: string;
  * offline from node_modules (@redocly/cli is one bundled package), with its
  * telemetry off. Resolves the exit code and the JSON report.
  */
-function redoclyLint(file: string): Promise<{ code: number; report: { totals: Record<string, number>; problems: unknown[] } }> {
+function redoclyLint(
+  file: string,
+): Promise<{ code: number; report: { totals: Record<string, number>; problems: unknown[] } }> {
   const cli = require.resolve('@redocly/cli/bin/cli.js', { paths: [ROOT] });
   const env = { PATH: process.env.PATH ?? '', REDOCLY_TELEMETRY: 'off', REDOCLY_SUPPRESS_UPDATE_NOTICE: 'true' };
-  const run = new Promise<{ code: number; report: { totals: Record<string, number>; problems: unknown[] } }>((resolve, reject) => {
-    execFile(process.execPath, [cli, 'lint', file, '--format=json'], { cwd: ROOT, env }, (err, stdout, stderr) => {
-      const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
-      try {
-        resolve({ code, report: JSON.parse(stdout) as { totals: Record<string, number>; problems: unknown[] } });
-      } catch {
-        reject(new Error(`redocly lint printed no JSON report (exit ${code}): ${stderr.slice(0, 500)}`));
-      }
-    });
-  });
+  const run = new Promise<{ code: number; report: { totals: Record<string, number>; problems: unknown[] } }>(
+    (resolve, reject) => {
+      execFile(process.execPath, [cli, 'lint', file, '--format=json'], { cwd: ROOT, env }, (err, stdout, stderr) => {
+        const code = err === null ? 0 : typeof err.code === 'number' ? err.code : -1;
+        try {
+          resolve({ code, report: JSON.parse(stdout) as { totals: Record<string, number>; problems: unknown[] } });
+        } catch {
+          reject(new Error(`redocly lint printed no JSON report (exit ${code}): ${stderr.slice(0, 500)}`));
+        }
+      });
+    },
+  );
   return within(run, 'redocly lint', 30_000);
 }
 
@@ -61,7 +72,10 @@ describe('GET /openapi.json (SPEC §5)', () => {
   beforeAll(async () => {
     t = await startTestGateway({ BACKEND_API_TOKEN: 'secret' });
     const res = await fetch(t.apiUrl + '/openapi.json');
-    expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({ status: 200, type: expect.stringMatching(/^application\/json/) });
+    expect({ status: res.status, type: res.headers.get('content-type') }).toEqual({
+      status: 200,
+      type: expect.stringMatching(/^application\/json/),
+    });
     served = (await res.json()) as Record<string, unknown>;
   });
   afterAll(() => t.close());
@@ -72,7 +86,11 @@ describe('GET /openapi.json (SPEC §5)', () => {
 
   it('passes `redocly lint` with no error and no warning: a base URL in servers, a license, a bearer token that is no JWT (issue 20)', async () => {
     const { code, report } = await redoclyLint('docs/openapi.json');
-    expect({ code, totals: report.totals, problems: report.problems }).toEqual({ code: 0, totals: { errors: 0, warnings: 0, ignored: 0 }, problems: [] });
+    expect({ code, totals: report.totals, problems: report.problems }).toEqual({
+      code: 0,
+      totals: { errors: 0, warnings: 0, ignored: 0 },
+      problems: [],
+    });
     expect(served.servers).toEqual([expect.objectContaining({ url: 'http://127.0.0.1:8081' })]);
     expect((served.info as Record<string, unknown>).license).toMatchObject({ name: 'MIT' });
     const schemes = (served.components as { securitySchemes: Record<string, Record<string, unknown>> }).securitySchemes;
@@ -83,24 +101,54 @@ describe('GET /openapi.json (SPEC §5)', () => {
   it('is a valid OpenAPI 3.1 document, and the validator does refuse a broken one', async () => {
     expect(served.openapi).toBe('3.1.0');
     expect(await validate(served)).toEqual({ valid: true, version: '3.1' });
-    const broken = { ...served, paths: { '/v1/publish/{topic}': { post: { responses: { 204: { description: 1 } } } } } };
+    const broken = {
+      ...served,
+      paths: { '/v1/publish/{topic}': { post: { responses: { 204: { description: 1 } } } } },
+    };
     expect((await validate(broken)).valid).toBe(false);
   });
 
   it('describes every /v1 endpoint and the batch, with their statuses', () => {
-    const paths = served.paths as Record<string, Record<string, { responses: Record<string, unknown>; parameters?: Array<{ name: string; schema: { pattern: string } }> }>>;
-    const operations = Object.entries(paths).flatMap(([path, methods]) => Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`));
-    const toTemplate = (path: string): string => path.replace(/connection\/[^/]+/, 'connection/{cid}').replace(/subscriptions\/.*$/, 'subscriptions/{topic}').replace(/lattices\/.*$/, 'lattices/{namespace}').replace(/^\/v1\/publish\/.*$/, '/v1/publish/{topic}').replace(/^\/v1\/lattice\/.*$/, '/v1/lattice/{namespace}').replace(/^\/v1\/user\/.*\/(users|connections)$/, '/v1/user/{uid}/$1');
+    const paths = served.paths as Record<
+      string,
+      Record<
+        string,
+        { responses: Record<string, unknown>; parameters?: Array<{ name: string; schema: { pattern: string } }> }
+      >
+    >;
+    const operations = Object.entries(paths).flatMap(([path, methods]) =>
+      Object.keys(methods).map((m) => `${m.toUpperCase()} ${path}`),
+    );
+    const toTemplate = (path: string): string =>
+      path
+        .replace(/connection\/[^/]+/, 'connection/{cid}')
+        .replace(/subscriptions\/.*$/, 'subscriptions/{topic}')
+        .replace(/lattices\/.*$/, 'lattices/{namespace}')
+        .replace(/^\/v1\/publish\/.*$/, '/v1/publish/{topic}')
+        .replace(/^\/v1\/lattice\/.*$/, '/v1/lattice/{namespace}')
+        .replace(/^\/v1\/user\/.*\/(users|connections)$/, '/v1/user/{uid}/$1');
     const expected = [...ENDPOINTS.map((e) => `${e.method} ${toTemplate(e.path('c1'))}`), 'POST /v1/batch'];
     expect(operations.sort()).toEqual(expected.sort());
     for (const [path, methods] of Object.entries(paths)) {
       for (const [method, op] of Object.entries(methods)) {
         const statuses = Object.keys(op.responses);
-        expect({ op: `${method} ${path}`, has: ['400', '401', '413'].every((s) => statuses.includes(s)) && (statuses.includes('204') || statuses.includes('200')) }).toEqual({ op: `${method} ${path}`, has: true });
-        for (const param of op.parameters ?? []) expect({ op: `${method} ${path}`, param: param.name, pattern: typeof param.schema.pattern }).toEqual({ op: `${method} ${path}`, param: param.name, pattern: 'string' });
+        expect({
+          op: `${method} ${path}`,
+          has:
+            ['400', '401', '413'].every((s) => statuses.includes(s)) &&
+            (statuses.includes('204') || statuses.includes('200')),
+        }).toEqual({ op: `${method} ${path}`, has: true });
+        for (const param of op.parameters ?? [])
+          expect({ op: `${method} ${path}`, param: param.name, pattern: typeof param.schema.pattern }).toEqual({
+            op: `${method} ${path}`,
+            param: param.name,
+            pattern: 'string',
+          });
       }
     }
-    expect(Object.keys((served.components as { schemas: object }).schemas)).toEqual(expect.arrayContaining(['ApiError', 'LatticeContent', 'UserList', 'BatchRequest', 'BatchResponse']));
+    expect(Object.keys((served.components as { schemas: object }).schemas)).toEqual(
+      expect.arrayContaining(['ApiError', 'LatticeContent', 'UserList', 'BatchRequest', 'BatchResponse']),
+    );
   });
 
   it('is served on the internal listener only: the public listener answers 404', async () => {

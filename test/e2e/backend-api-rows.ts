@@ -21,7 +21,12 @@ export const ENDPOINTS: ReadonlyArray<{ n: number; method: Method; path: PathOf;
   { n: 1, method: 'PUT', path: (cid) => `/v1/connection/${cid}/subscriptions/room/1` },
   { n: 3, method: 'POST', path: () => '/v1/publish/room/1', body: { text: 'hi' } },
   { n: 2, method: 'DELETE', path: (cid) => `/v1/connection/${cid}/subscriptions/room/1` },
-  { n: 4, method: 'PUT', path: (cid) => `/v1/connection/${cid}/lattices/ns/1`, body: { shared: { k: { n_counter: 1 } }, private: { u1: { k: {} } } } },
+  {
+    n: 4,
+    method: 'PUT',
+    path: (cid) => `/v1/connection/${cid}/lattices/ns/1`,
+    body: { shared: { k: { n_counter: 1 } }, private: { u1: { k: {} } } },
+  },
   { n: 6, method: 'POST', path: () => '/v1/lattice/ns/1', body: { shared: { k: { n_counter: 2 } } } },
   { n: 5, method: 'DELETE', path: (cid) => `/v1/connection/${cid}/lattices/ns/1` },
   { n: 7, method: 'PUT', path: (cid) => `/v1/connection/${cid}/users`, body: ['u2', 'team:a/b-c_d'] },
@@ -113,7 +118,11 @@ export const CID_ENDPOINTS: ReadonlyArray<[number, Method, (cid: string) => stri
 ];
 
 export const UNSUPPORTED_METHOD_ROUTES: ReadonlyArray<[string, PathOf, Method[]]> = [
-  ['/v1/connection/<cid>/subscriptions/t', (c) => `/v1/connection/${c}/subscriptions/t`, ['GET', 'HEAD', 'POST', 'PATCH']],
+  [
+    '/v1/connection/<cid>/subscriptions/t',
+    (c) => `/v1/connection/${c}/subscriptions/t`,
+    ['GET', 'HEAD', 'POST', 'PATCH'],
+  ],
   ['/v1/publish/t', () => '/v1/publish/t', ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH']],
   ['/v1/connection/<cid>/lattices/ns', (c) => `/v1/connection/${c}/lattices/ns`, ['GET', 'HEAD', 'POST', 'PATCH']],
   ['/v1/lattice/ns', () => '/v1/lattice/ns', ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH']],

@@ -25,7 +25,8 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
   beforeEach(async () => (t = await start({ MAX_PAYLOAD_BYTES: '1KiB', NEW_CONNECTION_IDLE_TIMEOUT: '300ms' })));
   afterEach(() => t.close());
 
-  const call = (method: string, path: string, body?: unknown): Promise<ApiResponse> => api(t.apiUrl, method, path, body);
+  const call = (method: string, path: string, body?: unknown): Promise<ApiResponse> =>
+    api(t.apiUrl, method, path, body);
 
   async function expectNoContent(method: string, path: string): Promise<void> {
     const res = await call(method, path);
@@ -35,7 +36,11 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
   /** STYLE B10 ordering barrier: the connection is open and nothing else arrived before the reply to a call made now. */
   async function expectOpenAndQuiet(client: WsClient): Promise<void> {
     const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+      'result',
+      { request_id: requestId },
+      { args: [], kwargs: {} },
+    ]);
   }
 
   function statusesOf(frame: Frame): Statuses {
@@ -56,7 +61,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       await expectOpenAndQuiet(second.client);
     });
 
-    it("ends the connection for presence: watchers of an inactive user see it offline at once", async () => {
+    it('ends the connection for presence: watchers of an inactive user see it offline at once', async () => {
       const bob = await t.helloAs('bob');
       const { watcher, snapshot } = await watchingWith(['bob']);
       await untilInactive(watcher, snapshot, 'bob');
@@ -87,7 +92,12 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
     it('answers 204 to unknown, forged, foreign-node and already closed ids, and closes nothing', async () => {
       const alice = await t.helloAs('alice');
       const node = alice.cid.slice(0, alice.cid.indexOf('-'));
-      for (const cid of ['Zz_unknown-cid', `${node}-AAAAAAAAAAAAAAAAAAAAAA`, 'nodeZ-AAAAAAAAAAAAAAAAAAAAAA', 'a'.repeat(64)]) {
+      for (const cid of [
+        'Zz_unknown-cid',
+        `${node}-AAAAAAAAAAAAAAAAAAAAAA`,
+        'nodeZ-AAAAAAAAAAAAAAAAAAAAAA',
+        'a'.repeat(64),
+      ]) {
         await expectNoContent('DELETE', `/v1/connection/${cid}`);
       }
       await expectOpenAndQuiet(alice.client);
@@ -112,7 +122,10 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       expect(withBody.status).toBe(400);
       expect(Object.keys(withBody.json() as object).sort()).toEqual(['error', 'message']);
       const oversized = await call('DELETE', `/v1/connection/${alice.cid}`, JSON.stringify({ text: 'x'.repeat(2048) }));
-      expect({ status: oversized.status, connection: oversized.headers.get('connection') }).toEqual({ status: 413, connection: 'close' });
+      expect({ status: oversized.status, connection: oversized.headers.get('connection') }).toEqual({
+        status: 413,
+        connection: 'close',
+      });
       await expectOpenAndQuiet(alice.client);
     });
   });
@@ -171,7 +184,13 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
     });
     expect(res.status).toBe(200);
     const { results } = res.json() as { results: Array<Record<string, unknown>> };
-    expect(results).toEqual([{ status: 204 }, { status: 204 }, { status: 404 }, { status: 400, error: expect.any(String), message: expect.any(String) }, { status: 204 }]);
+    expect(results).toEqual([
+      { status: 204 },
+      { status: 204 },
+      { status: 404 },
+      { status: 400, error: expect.any(String), message: expect.any(String) },
+      { status: 204 },
+    ]);
     expect(await t.openConnections()).toBe(1);
     for (const client of [alice.client, bob1.client, bob2.client]) expect(await client.closed()).toEqual(DISCONNECTED);
     await expectOpenAndQuiet(carol.client);
@@ -224,6 +243,10 @@ describe('backend disconnect across a cluster (SPEC §12.6, §11)', () => {
     expect({ a: await a.openConnections(), b: await b.openConnections() }).toEqual({ a: 0, b: 1 });
     expect(await onA.client.closed()).toEqual(DISCONNECTED);
     expect(await onB.client.closed()).toEqual(DISCONNECTED);
-    expect(await bob.client.call('test.barrier', { request_id: 1 })).toEqual(['result', { request_id: 1 }, { args: [], kwargs: {} }]);
+    expect(await bob.client.call('test.barrier', { request_id: 1 })).toEqual([
+      'result',
+      { request_id: 1 },
+      { args: [], kwargs: {} },
+    ]);
   });
 });

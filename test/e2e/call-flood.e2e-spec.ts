@@ -4,7 +4,11 @@ import { deferred, waitFor, within } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
 
 const AUTH_PATH = '/gateway/authorize_connection';
-const TOO_MANY = (meta: Record<string, unknown>): Frame => ['error', { ...meta, error_kind: 'internal_error' }, 'too_many_requests'];
+const TOO_MANY = (meta: Record<string, unknown>): Frame => [
+  'error',
+  { ...meta, error_kind: 'internal_error' },
+  'too_many_requests',
+];
 
 /** Frames of `client` after its hello. */
 function replies(client: WsClient): Frame[] {
@@ -54,15 +58,28 @@ describe('a flood of calls from one connection (SPEC §1)', () => {
       const frames = Array.from({ length: FLOOD }, (_, i) => JSON.stringify(['slow', { request_id: i }, [], {}]));
       for (const frame of frames) flooder.send(frame);
       // The 2,900 calls beyond the first 100 are answered at once, while all 100 are still held upstream.
-      await waitFor(() => (refusals(flooder).length === FLOOD - 100 ? true : undefined), `${FLOOD - 100} too_many_requests (got ${refusals(flooder).length})`, 5000);
-      expect(refusals(flooder).map((f) => f[1].request_id)).toEqual(Array.from({ length: FLOOD - 100 }, (_, i) => i + 100));
+      await waitFor(
+        () => (refusals(flooder).length === FLOOD - 100 ? true : undefined),
+        `${FLOOD - 100} too_many_requests (got ${refusals(flooder).length})`,
+        5000,
+      );
+      expect(refusals(flooder).map((f) => f[1].request_id)).toEqual(
+        Array.from({ length: FLOOD - 100 }, (_, i) => i + 100),
+      );
       expect(replies(flooder)).toHaveLength(FLOOD - 100);
       expect(refusals(flooder)[0]).toEqual(TOO_MANY({ request_id: 100 }));
 
       // Calls never hold the last tenth of the sockets: of their 9 places, 8 run and one waits in
       // the calls' agent for the next free socket (upstream.client.ts); 91 wait in the calls lane.
-      await waitFor(() => (t.upstream.requests.filter((r) => r.path === '/slow').length === 8 ? true : undefined), '8 calls at the upstream');
-      const { client: newcomer, hello } = await within(t.hello({ query: 'user=newcomer' }), 'hello of a new user during the flood', 2000);
+      await waitFor(
+        () => (t.upstream.requests.filter((r) => r.path === '/slow').length === 8 ? true : undefined),
+        '8 calls at the upstream',
+      );
+      const { client: newcomer, hello } = await within(
+        t.hello({ query: 'user=newcomer' }),
+        'hello of a new user during the flood',
+        2000,
+      );
       expect(hello).toEqual(['hello', {}, { user_id: 'newcomer' }]);
       // The newcomer's own calls wait their turn behind the flood's, but are not refused.
       newcomer.send(['fast', { request_id: 'n1' }, [], {}]);
@@ -70,7 +87,11 @@ describe('a flood of calls from one connection (SPEC §1)', () => {
       await untilMetric(t.apiUrl, 'gateway_client_frames_total{outcome="too_many_requests"}', (n) => n === FLOOD - 100);
 
       releaseSlow();
-      await waitFor(() => (replies(flooder).length === FLOOD ? true : undefined), `the 100 held calls answered (replies: ${replies(flooder).length})`, 5000);
+      await waitFor(
+        () => (replies(flooder).length === FLOOD ? true : undefined),
+        `the 100 held calls answered (replies: ${replies(flooder).length})`,
+        5000,
+      );
       expect(flooder.frames.filter((f) => f[0] === 'result')).toHaveLength(100);
       expect(await newcomer.next()).toEqual(['result', { request_id: 'n1' }, { args: [], kwargs: {} }]);
       expect(t.upstream.requests.filter((r) => r.path === '/slow')).toHaveLength(100);
@@ -82,9 +103,16 @@ describe('a flood of calls from one connection (SPEC §1)', () => {
       for (let i = 0; i < 100; i++) client.send(['slow', { request_id: i }, [], {}]);
       expect(await client.call('slow', { request_id: 100 })).toEqual(TOO_MANY({ request_id: 100 }));
       releaseSlow();
-      await waitFor(() => (replies(client).length === 101 ? true : undefined), `100 results (replies: ${replies(client).length})`, 5000);
+      await waitFor(
+        () => (replies(client).length === 101 ? true : undefined),
+        `100 results (replies: ${replies(client).length})`,
+        5000,
+      );
       client.send(['other', { request_id: 101 }, [], {}]);
-      await waitFor(() => (replies(client).length === 102 ? true : undefined), 'the answer to a call after the 100 results');
+      await waitFor(
+        () => (replies(client).length === 102 ? true : undefined),
+        'the answer to a call after the 100 results',
+      );
       expect(replies(client)[101]).toEqual(['result', { request_id: 101 }, { args: [], kwargs: {} }]);
     });
 
@@ -104,20 +132,33 @@ describe('a flood of calls from one connection (SPEC §1)', () => {
   });
 
   describe('with CLIENT_MAX_PENDING_CALLS=1000, UPSTREAM_MAX_SOCKETS=2 and UPSTREAM_QUEUE_LIMIT=5', () => {
-    beforeEach(async () => (t = await startTestGateway({ CLIENT_MAX_PENDING_CALLS: '1000', UPSTREAM_MAX_SOCKETS: '2', UPSTREAM_QUEUE_LIMIT: '5' })));
+    beforeEach(
+      async () =>
+        (t = await startTestGateway({
+          CLIENT_MAX_PENDING_CALLS: '1000',
+          UPSTREAM_MAX_SOCKETS: '2',
+          UPSTREAM_QUEUE_LIMIT: '5',
+        })),
+    );
 
     it('keeps a socket for authorization: calls hold 1 of 2, wait 5 deep, the rest are refused, and a login is served at once', async () => {
       holdSlow();
       const { client } = await t.helloAs('flooder');
       for (let i = 0; i < 20; i++) client.send(['slow', { request_id: i }, [], {}]);
-      await waitFor(() => (refusals(client).length === 14 ? true : undefined), `14 too_many_requests (got ${refusals(client).length})`);
+      await waitFor(
+        () => (refusals(client).length === 14 ? true : undefined),
+        `14 too_many_requests (got ${refusals(client).length})`,
+      );
       await t.upstream.requestTo('/slow');
       const { hello } = await within(t.hello({ query: 'user=other' }), 'a login while calls fill their lane', 2000);
       expect(hello).toEqual(['hello', {}, { user_id: 'other' }]);
       expect(t.upstream.requests.filter((r) => r.path === AUTH_PATH)).toHaveLength(2);
       expect(t.upstream.requests.filter((r) => r.path === '/slow')).toHaveLength(1);
       releaseSlow();
-      await waitFor(() => (client.frames.filter((f) => f[0] === 'result').length === 6 ? true : undefined), '6 results');
+      await waitFor(
+        () => (client.frames.filter((f) => f[0] === 'result').length === 6 ? true : undefined),
+        '6 results',
+      );
     });
   });
 });

@@ -35,7 +35,11 @@ describe('client calls (SPEC §4)', () => {
 
     it('answers an echo call with the upstream body', async () => {
       t.upstream.on('POST /chat/echo', (req) => ({ json: { echoed: (req.body as CallBody)[1] } }));
-      expect(await client.call('chat.echo', { request_id: 1 }, ['hi', 2])).toEqual(['result', { request_id: 1 }, { echoed: ['hi', 2] }]);
+      expect(await client.call('chat.echo', { request_id: 1 }, ['hi', 2])).toEqual([
+        'result',
+        { request_id: 1 },
+        { echoed: ['hi', 2] },
+      ]);
     });
 
     it('posts a.b.c to /a/b/c', async () => {
@@ -55,8 +59,16 @@ describe('client calls (SPEC §4)', () => {
     });
 
     it('accepts a string request id', async () => {
-      expect(await client.call('x', { request_id: 'a-Z_9' })).toEqual(['result', { request_id: 'a-Z_9' }, { args: [], kwargs: {} }]);
-      expect(await client.call('x', { request_id: 'a'.repeat(36) })).toEqual(['result', { request_id: 'a'.repeat(36) }, { args: [], kwargs: {} }]);
+      expect(await client.call('x', { request_id: 'a-Z_9' })).toEqual([
+        'result',
+        { request_id: 'a-Z_9' },
+        { args: [], kwargs: {} },
+      ]);
+      expect(await client.call('x', { request_id: 'a'.repeat(36) })).toEqual([
+        'result',
+        { request_id: 'a'.repeat(36) },
+        { args: [], kwargs: {} },
+      ]);
     });
 
     it('accepts request id 0 and the largest safe integer', async () => {
@@ -73,7 +85,11 @@ describe('client calls (SPEC §4)', () => {
 
     /** Barrier: a valid call after the rejected ones is the only call the upstream sees. */
     async function expectNoCallReachedTheUpstream(): Promise<void> {
-      expect(await client.call('barrier', { request_id: 'barrier' })).toEqual(['result', { request_id: 'barrier' }, { args: [], kwargs: {} }]);
+      expect(await client.call('barrier', { request_id: 'barrier' })).toEqual([
+        'result',
+        { request_id: 'barrier' },
+        { args: [], kwargs: {} },
+      ]);
       expect(callPaths(t)).toEqual(['/barrier']);
     }
 
@@ -91,36 +107,64 @@ describe('client calls (SPEC §4)', () => {
       ['true', { request_id: true }],
       ['missing', { other: 1 }],
     ])('rejects request id %s with a validation error and no upstream call', async (_what, meta) => {
-      expect(await client.call('chat.echo', meta)).toEqual(['error', { ...meta, error_kind: 'validation_error' }, 'invalid request id']);
+      expect(await client.call('chat.echo', meta)).toEqual([
+        'error',
+        { ...meta, error_kind: 'validation_error' },
+        'invalid request id',
+      ]);
       await expectNoCallReachedTheUpstream();
     });
 
     it.each(['', 'a..b', 'gateway.x', 'gateway.authorize_connection', 'a b', '.a', 'a.', 'a/b', 'é'])(
       'rejects method %j with a validation error and no upstream call',
       async (method) => {
-        expect(await client.call(method, { request_id: 1 })).toEqual(['error', { request_id: 1, error_kind: 'validation_error' }, 'invalid method']);
+        expect(await client.call(method, { request_id: 1 })).toEqual([
+          'error',
+          { request_id: 1, error_kind: 'validation_error' },
+          'invalid method',
+        ]);
         await expectNoCallReachedTheUpstream();
       },
     );
 
     it('checks the method before the request id', async () => {
-      expect(await client.call('a..b', { request_id: -1 })).toEqual(['error', { request_id: -1, error_kind: 'validation_error' }, 'invalid method']);
+      expect(await client.call('a..b', { request_id: -1 })).toEqual([
+        'error',
+        { request_id: -1, error_kind: 'validation_error' },
+        'invalid method',
+      ]);
       await expectNoCallReachedTheUpstream();
     });
 
     it('lets error fields override same-named meta keys', async () => {
       const meta = { request_id: 1, error_kind: 'mine', keep: 'me' };
-      expect(await client.call('a..b', meta)).toEqual(['error', { request_id: 1, error_kind: 'validation_error', keep: 'me' }, 'invalid method']);
+      expect(await client.call('a..b', meta)).toEqual([
+        'error',
+        { request_id: 1, error_kind: 'validation_error', keep: 'me' },
+        'invalid method',
+      ]);
       t.upstream.on('POST /x', { status: 404, json: { missing: true } });
       const withHttp = { request_id: 2, error_kind: 'mine', http_error: 'mine', keep: 'me' };
-      expect(await client.call('x', withHttp)).toEqual(['error', { request_id: 2, error_kind: 'http_error', http_error: 404, keep: 'me' }, { missing: true }]);
+      expect(await client.call('x', withHttp)).toEqual([
+        'error',
+        { request_id: 2, error_kind: 'http_error', http_error: 404, keep: 'me' },
+        { missing: true },
+      ]);
     });
 
     it('echoes a client http_error key on errors that carry no http_error of their own', async () => {
       t.upstream.on('POST /bad', { text: '{' });
       const meta = { request_id: 3, http_error: 'mine' };
-      expect(await client.call('bad', meta)).toEqual(['error', { request_id: 3, http_error: 'mine', error_kind: 'data_error' }, parserMessage('{')]);
-      expect(await client.call('a..b', meta)).toEqual(['error', { request_id: 3, http_error: 'mine', error_kind: 'validation_error' }, 'invalid method']);
+      expect(await client.call('bad', meta)).toEqual([
+        'error',
+        { request_id: 3, http_error: 'mine', error_kind: 'data_error' },
+        parserMessage('{'),
+      ]);
+      expect(await client.call('a..b', meta)).toEqual([
+        'error',
+        { request_id: 3, http_error: 'mine', error_kind: 'validation_error' },
+        'invalid method',
+      ]);
     });
   });
 
@@ -138,12 +182,20 @@ describe('client calls (SPEC §4)', () => {
     it('answers 200 with valid JSON with a result frame', async () => {
       expect(await replyTo({ json: { a: [1, 'b'] } })).toEqual(['result', { request_id: 1 }, { a: [1, 'b'] }]);
       expect(await replyTo({ json: null })).toEqual(['result', { request_id: 1 }, null]);
-      expect(await replyTo({ headers: { 'Content-Type': 'application/json; charset=utf-8' }, text: '"s"' })).toEqual(['result', { request_id: 1 }, 's']);
+      expect(await replyTo({ headers: { 'Content-Type': 'application/json; charset=utf-8' }, text: '"s"' })).toEqual([
+        'result',
+        { request_id: 1 },
+        's',
+      ]);
     });
 
     it('answers 200 with invalid JSON with a data_error carrying the parser message', async () => {
       const text = '{"a": 1,';
-      expect(await replyTo({ text })).toEqual(['error', { request_id: 1, error_kind: 'data_error' }, parserMessage(text)]);
+      expect(await replyTo({ text })).toEqual([
+        'error',
+        { request_id: 1, error_kind: 'data_error' },
+        parserMessage(text),
+      ]);
     });
 
     it('answers 200 without a JSON Content-Type with http_error 500 and null', async () => {
@@ -171,13 +223,25 @@ describe('client calls (SPEC §4)', () => {
     });
 
     it.each([201, 204, 301, 418, 502])('answers status %i with http_error carrying that status', async (status) => {
-      const reply = await replyTo({ status, headers: { 'Content-Type': 'text/plain' }, text: status === 204 ? '' : 'x' });
+      const reply = await replyTo({
+        status,
+        headers: { 'Content-Type': 'text/plain' },
+        text: status === 204 ? '' : 'x',
+      });
       expect(reply).toEqual(['error', { request_id: 1, error_kind: 'http_error', http_error: status }, null]);
     });
 
     it('answers a connection error with http_error 500 and keeps the socket open', async () => {
-      expect(await replyTo('destroy')).toEqual(['error', { request_id: 1, error_kind: 'http_error', http_error: 500 }, null]);
-      expect(await client.call('after', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
+      expect(await replyTo('destroy')).toEqual([
+        'error',
+        { request_id: 1, error_kind: 'http_error', http_error: 500 },
+        null,
+      ]);
+      expect(await client.call('after', { request_id: 2 })).toEqual([
+        'result',
+        { request_id: 2 },
+        { args: [], kwargs: {} },
+      ]);
     });
 
     it('runs calls concurrently: a fast call is answered before a slow one', async () => {
@@ -204,8 +268,16 @@ describe('client calls (SPEC §4)', () => {
 
     it('answers a timeout with http_error 500 and keeps the socket open', async () => {
       t.upstream.on('POST /slow', 'hang');
-      expect(await client.call('slow', { request_id: 1 })).toEqual(['error', { request_id: 1, error_kind: 'http_error', http_error: 500 }, null]);
-      expect(await client.call('after', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
+      expect(await client.call('slow', { request_id: 1 })).toEqual([
+        'error',
+        { request_id: 1, error_kind: 'http_error', http_error: 500 },
+        null,
+      ]);
+      expect(await client.call('after', { request_id: 2 })).toEqual([
+        'result',
+        { request_id: 2 },
+        { args: [], kwargs: {} },
+      ]);
     });
   });
 
@@ -222,12 +294,20 @@ describe('client calls (SPEC §4)', () => {
       await t.upstream.requestTo('/slow');
       const queuedAt = Date.now();
       client.send(['queued', { request_id: 2 }, [], {}]); // waits ~1 s for the socket
-      const timedOut = (requestId: number): unknown[] => ['error', { request_id: requestId, error_kind: 'http_error', http_error: 500 }, null];
+      const timedOut = (requestId: number): unknown[] => [
+        'error',
+        { request_id: requestId, error_kind: 'http_error', http_error: 500 },
+        null,
+      ];
       expect(await client.next(3000)).toEqual(timedOut(1));
       expect(await client.next(3000)).toEqual(timedOut(2));
       // Its 1 s ran from when it was issued, not from when it got the socket (that would be ~2 s).
       expect(Date.now() - queuedAt).toBeLessThan(1600);
-      expect(await client.call('after', { request_id: 3 })).toEqual(['result', { request_id: 3 }, { args: [], kwargs: {} }]);
+      expect(await client.call('after', { request_id: 3 })).toEqual([
+        'result',
+        { request_id: 3 },
+        { args: [], kwargs: {} },
+      ]);
     });
   });
 
@@ -239,8 +319,16 @@ describe('client calls (SPEC §4)', () => {
 
     it('answers an upstream body over the limit with http_error 500 and keeps the socket open', async () => {
       t.upstream.on('POST /big', { json: 'x'.repeat(2000) });
-      expect(await client.call('big', { request_id: 1 })).toEqual(['error', { request_id: 1, error_kind: 'http_error', http_error: 500 }, null]);
-      expect(await client.call('after', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
+      expect(await client.call('big', { request_id: 1 })).toEqual([
+        'error',
+        { request_id: 1, error_kind: 'http_error', http_error: 500 },
+        null,
+      ]);
+      expect(await client.call('after', { request_id: 2 })).toEqual([
+        'result',
+        { request_id: 2 },
+        { args: [], kwargs: {} },
+      ]);
     });
   });
 
@@ -260,7 +348,11 @@ describe('client calls (SPEC §4)', () => {
       await t.upstream.requestTo('/held');
       client.send(['held', { request_id: 2 }, [], {}]); // queued
       client.send(['held', { request_id: 3, x: 'y' }, [], {}]); // refused
-      expect(await client.next()).toEqual(['error', { request_id: 3, x: 'y', error_kind: 'internal_error' }, 'too_many_requests']);
+      expect(await client.next()).toEqual([
+        'error',
+        { request_id: 3, x: 'y', error_kind: 'internal_error' },
+        'too_many_requests',
+      ]);
       release.resolve();
       expect(await client.next()).toEqual(['result', { request_id: 1 }, 'done']);
       expect(await client.next()).toEqual(['result', { request_id: 2 }, 'done']);
@@ -322,7 +414,11 @@ describe('client calls (SPEC §4)', () => {
       const empty = JSON.stringify(['x', { request_id: 1 }, [''], {}]);
       const args = ['y'.repeat(1024 - empty.length)];
       expect(JSON.stringify(['x', { request_id: 1 }, args, {}])).toHaveLength(1024);
-      expect(await client.call('x', { request_id: 1 }, args)).toEqual(['result', { request_id: 1 }, { args, kwargs: {} }]);
+      expect(await client.call('x', { request_id: 1 }, args)).toEqual([
+        'result',
+        { request_id: 1 },
+        { args, kwargs: {} },
+      ]);
     });
 
     it('leaves other connections untouched', async () => {
@@ -362,14 +458,22 @@ handlers:
     });
 
     it('routes by exact name, then the longest glob, then *', async () => {
-      const cid = ((await t.upstream.requestTo('/chat1/gateway/authorize_connection')).body as CallBody)[0].connection_id;
+      const cid = ((await t.upstream.requestTo('/chat1/gateway/authorize_connection')).body as CallBody)[0]
+        .connection_id;
       await client.call('rooms.history', { request_id: 1 });
       await client.call('rooms.list', { request_id: 2 });
       await client.call('rooms', { request_id: 3 });
       await client.call('rooms.admin.kick', { request_id: 4 });
       await client.call('rooms.history.old', { request_id: 5 });
       await client.call('chat.send', { request_id: 6 });
-      expect(callPaths(t)).toEqual(['/v2/rooms/history', '/r/rooms/list', '/rooms', '/api/rooms/admin/kick', '/r/rooms/history/old', '/chat/send']);
+      expect(callPaths(t)).toEqual([
+        '/v2/rooms/history',
+        '/r/rooms/list',
+        '/rooms',
+        '/api/rooms/admin/kick',
+        '/r/rooms/history/old',
+        '/chat/send',
+      ]);
       expect((await t.upstream.requestTo('/rooms')).headers.host).toBe('chat.internal');
       const admin = await t.upstream.requestTo('/api/rooms/admin/kick');
       expect(admin.headers['x-trace']).toBe(`${cid}-4`);
@@ -385,7 +489,11 @@ handlers:
 
     it('serves the handler on its path only', async () => {
       ({ client } = await t.hello({ path: '/ws', query: 'user=w' }));
-      expect(await client.call('x', { request_id: 1 })).toEqual(['result', { request_id: 1 }, { args: [], kwargs: {} }]);
+      expect(await client.call('x', { request_id: 1 })).toEqual([
+        'result',
+        { request_id: 1 },
+        { args: [], kwargs: {} },
+      ]);
       await expect(t.connect()).rejects.toMatchObject({ status: 404 });
     });
   });

@@ -10,7 +10,9 @@ const run = promisify(execFile);
 const CLIENT_DIR = path.join(PROJECT_ROOT, 'client');
 
 // client/build.js is plain JavaScript, run as `npm run build` in client/ runs it.
-const { buildClient } = require('../../client/build') as { buildClient: () => Promise<{ esm: string; cjs: string; types: string }> };
+const { buildClient } = require('../../client/build') as {
+  buildClient: () => Promise<{ esm: string; cjs: string; types: string }>;
+};
 
 /** A script that connects with the built package, makes one call and prints its result. */
 const SCRIPT = (load: string) => `
@@ -52,7 +54,11 @@ describe('client package build', () => {
       '.': { types: './dist/types/client/src/index.d.ts', import: './dist/index.mjs', require: './dist/index.cjs' },
       './package.json': './package.json',
     });
-    expect([out.esm, out.cjs, out.types].map((file) => path.relative(CLIENT_DIR, file))).toEqual(['dist/index.mjs', 'dist/index.cjs', 'dist/types/client/src/index.d.ts']);
+    expect([out.esm, out.cjs, out.types].map((file) => path.relative(CLIENT_DIR, file))).toEqual([
+      'dist/index.mjs',
+      'dist/index.cjs',
+      'dist/types/client/src/index.d.ts',
+    ]);
     expect(readFileSync(out.types, 'utf8')).toContain('createClient');
   });
 
@@ -71,8 +77,18 @@ describe('client package build', () => {
       symlinkSync(CLIENT_DIR, path.join(dir, 'node_modules', '@lattice-gateway', 'client'), 'dir');
       writeFileSync(path.join(dir, 'app.mts'), CONSUMER);
       writeFileSync(path.join(dir, 'app.cts'), CONSUMER);
-      const options = { module: 'node16', moduleResolution: 'node16', strict: true, noEmit: true, lib: ['ES2022', 'DOM'], types: [] };
-      writeFileSync(path.join(dir, 'tsconfig.json'), JSON.stringify({ compilerOptions: options, files: ['app.mts', 'app.cts'] }));
+      const options = {
+        module: 'node16',
+        moduleResolution: 'node16',
+        strict: true,
+        noEmit: true,
+        lib: ['ES2022', 'DOM'],
+        types: [],
+      };
+      writeFileSync(
+        path.join(dir, 'tsconfig.json'),
+        JSON.stringify({ compilerOptions: options, files: ['app.mts', 'app.cts'] }),
+      );
       const tsc = require.resolve('typescript/bin/tsc', { paths: [PROJECT_ROOT] });
       const result = spawnSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', timeout: 60_000 });
       expect([result.status, result.stdout]).toEqual([0, '']);
@@ -82,8 +98,20 @@ describe('client package build', () => {
   }, 60_000);
 
   it.each([
-    ['ESM', ['--input-type=module', '-e', SCRIPT(`import WebSocket from 'ws';\nimport { createClient } from ${JSON.stringify('./client/dist/index.mjs')};`)]],
-    ['CommonJS', ['-e', SCRIPT(`const WebSocket = require('ws');\nconst { createClient } = require('./client/dist/index.cjs');`)]],
+    [
+      'ESM',
+      [
+        '--input-type=module',
+        '-e',
+        SCRIPT(
+          `import WebSocket from 'ws';\nimport { createClient } from ${JSON.stringify('./client/dist/index.mjs')};`,
+        ),
+      ],
+    ],
+    [
+      'CommonJS',
+      ['-e', SCRIPT(`const WebSocket = require('ws');\nconst { createClient } = require('./client/dist/index.cjs');`)],
+    ],
   ])('works from %s in Node with ws', async (_name, args) => {
     const { stdout } = await run(process.execPath, [...args, t.wsUrl], { cwd: PROJECT_ROOT, timeout: 15_000 });
     expect(JSON.parse(stdout)).toEqual({ args: ['pkg'], kwargs: {} });

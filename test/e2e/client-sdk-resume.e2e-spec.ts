@@ -59,7 +59,10 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
   }
 
   /** An SDK client through the proxy, connected; its connection id. */
-  async function connected(user: string, options: Parameters<SdkClients['create']>[1] = {}): Promise<{ client: GatewayClient; cid: string }> {
+  async function connected(
+    user: string,
+    options: Parameters<SdkClients['create']>[1] = {},
+  ): Promise<{ client: GatewayClient; cid: string }> {
     const client = sdk.create(`ws://127.0.0.1:${proxy.port}/?user=${user}`, options);
     await client.connect();
     return { client, cid: await t.connectionIdOf(`user=${user}`) };
@@ -98,7 +101,9 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const epoch = (wire.sockets[0].frames[1] as [string, { epoch: string }])[1].epoch;
     const last = wire.sockets[wire.sockets.length - 1];
     expect(last.protocols.slice(0, 2)).toEqual(BOTH_PROTOCOLS);
-    expect(JSON.parse(Buffer.from(last.protocols[2].replace(/^gateway-resume\./, ''), 'base64url').toString('utf8'))).toEqual({
+    expect(
+      JSON.parse(Buffer.from(last.protocols[2].replace(/^gateway-resume\./, ''), 'base64url').toString('utf8')),
+    ).toEqual({
       token: (first[1].resume as { token: string }).token,
       count_replayed: true,
       positions: { 'room.lobby': [2, epoch] },
@@ -144,7 +149,10 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     await start();
     const wire = new WireLog();
     const { client, cid } = await connected('alice', { WebSocket: wire.WebSocket });
-    const topics = Array.from({ length: 150 }, (_, i) => `room.with-a-rather-long-name-so-positions-fill-the-offer-${String(i).padStart(3, '0')}`);
+    const topics = Array.from(
+      { length: 150 },
+      (_, i) => `room.with-a-rather-long-name-so-positions-fill-the-offer-${String(i).padStart(3, '0')}`,
+    );
     const seen: string[] = [];
     for (const topic of topics) client.onMessage(topic, (data) => seen.push(`${topic}:${String(data)}`));
     const all = collectMessages(client, topics[topics.length - 1]);
@@ -162,7 +170,9 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const [info] = await resumed;
     await all.until(2);
     const offer = wire.sockets[wire.sockets.length - 1].protocols[2].replace(/^gateway-resume\./, '');
-    const offered = Object.keys((JSON.parse(Buffer.from(offer, 'base64url').toString('utf8')) as { positions: object }).positions);
+    const offered = Object.keys(
+      (JSON.parse(Buffer.from(offer, 'base64url').toString('utf8')) as { positions: object }).positions,
+    );
     // The gateway replays each topic left out from where the session subscribed ('first', and topics[0]'s 'second'),
     // and the last topic's 'second'; the client drops the 'first's it had delivered.
     expect(info).toEqual({ lost: [], replayed: topics.length - offered.length + 2 });
@@ -173,7 +183,11 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     // A barrier: a message published now comes after every replayed one.
     await publish(topics[topics.length - 1].replaceAll('.', '/'), 'third');
     await all.until(3);
-    expect(seen.slice(topics.length)).toEqual([`${topics[0]}:second`, `${topics[topics.length - 1]}:second`, `${topics[topics.length - 1]}:third`]);
+    expect(seen.slice(topics.length)).toEqual([
+      `${topics[0]}:second`,
+      `${topics[topics.length - 1]}:second`,
+      `${topics[topics.length - 1]}:third`,
+    ]);
   });
 
   it('after the window a new session starts: reconnected, a new authorization and connection id, nothing of the old session', async () => {

@@ -27,7 +27,12 @@ async function put(apiUrl: string, path: string, body?: unknown): Promise<void> 
 
 /** The connection id of the next authorization of `user` the upstream saw. */
 async function cidOf(upstream: FakeUpstream, user: string, ms = 5000): Promise<string> {
-  const auth = await upstream.nextRequest((r) => r.path === AUTH && (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === `user=${user}`, ms);
+  const auth = await upstream.nextRequest(
+    (r) =>
+      r.path === AUTH &&
+      (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === `user=${user}`,
+    ms,
+  );
   return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
 
@@ -56,10 +61,21 @@ describe('client SDK against the real gateway', () => {
       expect([client.status, client.protocol]).toEqual(['connected', 'v1.gateway-lattice+json']);
 
       expect(await client.call('rooms.echo', ['hi'], { k: 1 })).toEqual({ args: ['hi'], kwargs: { k: 1 } });
-      expect(await rejection(client.call('rooms.missing'))).toMatchObject({ name: 'CallError', kind: 'http_error', status: 404, body: { error: 'no room' } });
+      expect(await rejection(client.call('rooms.missing'))).toMatchObject({
+        name: 'CallError',
+        kind: 'http_error',
+        status: 404,
+        body: { error: 'no room' },
+      });
       expect(await rejection(client.call('rooms.garbled'))).toMatchObject({ kind: 'data_error' });
-      expect(await rejection(client.call('gateway.secret'))).toMatchObject({ kind: 'validation_error', text: 'invalid method' });
-      expect(await rejection(client.call('rooms.slow', [], {}, { timeoutMs: 100 }))).toMatchObject({ kind: 'timeout', timeoutMs: 100 });
+      expect(await rejection(client.call('gateway.secret'))).toMatchObject({
+        kind: 'validation_error',
+        text: 'invalid method',
+      });
+      expect(await rejection(client.call('rooms.slow', [], {}, { timeoutMs: 100 }))).toMatchObject({
+        kind: 'timeout',
+        timeoutMs: 100,
+      });
       const controller = new AbortController();
       const aborted = client.call('rooms.slow', [], {}, { signal: controller.signal });
       await t.upstream.requestTo('/rooms/slow');
@@ -84,16 +100,27 @@ describe('client SDK against the real gateway', () => {
       const client = sdk.create(`${t.wsUrl}/?user=alice`);
       const error = await rejection(client.connect());
       expect(error).toBeInstanceOf(FatalError);
-      expect(error).toMatchObject({ code: 4401, errorKind: 'http_error', status: 401, data: { error: 'log in first' } });
+      expect(error).toMatchObject({
+        code: 4401,
+        errorKind: 'http_error',
+        status: 401,
+        data: { error: 'log in first' },
+      });
       expect(client.status).toBe('closed');
-      expect(await rejection(client.call('rooms.echo'))).toMatchObject({ kind: 'connection_lost', sent: false, fatal: { code: 4401 } });
+      expect(await rejection(client.call('rooms.echo'))).toMatchObject({
+        kind: 'connection_lost',
+        sent: false,
+        fatal: { code: 4401 },
+      });
       expect(t.upstream.requests.filter((r) => r.path === AUTH)).toHaveLength(1);
     });
 
     it('retries a 4500 authorization failure and connects on the next attempt', async () => {
       t = await startTestGateway();
       let authorizations = 0;
-      t.upstream.on(`POST ${AUTH}`, () => (++authorizations === 1 ? { status: 500, json: { error: 'db down' } } : { json: { user_id: 'alice' } }));
+      t.upstream.on(`POST ${AUTH}`, () =>
+        ++authorizations === 1 ? { status: 500, json: { error: 'db down' } } : { json: { user_id: 'alice' } },
+      );
       const client = sdk.create(`${t.wsUrl}/?user=alice`);
       const disconnects = disconnectsOf(client);
       expect(await client.connect()).toEqual({ user_id: 'alice' });
@@ -108,7 +135,11 @@ describe('client SDK against the real gateway', () => {
       await client.connect();
       const reconnected = nextEvent(client, 'reconnected');
       const tooBig = (await rejection(client.call('rooms.echo', ['x'.repeat(2000)]))) as CallError;
-      expect(tooBig).toMatchObject({ kind: 'connection_lost', sent: true, fatal: { code: 1009, errorKind: 'validation_error' } });
+      expect(tooBig).toMatchObject({
+        kind: 'connection_lost',
+        sent: true,
+        fatal: { code: 1009, errorKind: 'validation_error' },
+      });
       expect(await reconnected).toEqual([{ user_id: 'alice' }]);
       expect(await client.call('rooms.echo', ['ok'])).toEqual({ args: ['ok'], kwargs: {} });
     });
@@ -121,7 +152,11 @@ describe('client SDK against the real gateway', () => {
           super(url, protocols, { autoPong: false });
         }
       }
-      const client = sdk.create(`${t.wsUrl}/?user=alice`, { WebSocket: DeafWebSocket, probe: false, pingIntervalMs: 60_000 });
+      const client = sdk.create(`${t.wsUrl}/?user=alice`, {
+        WebSocket: DeafWebSocket,
+        probe: false,
+        pingIntervalMs: 60_000,
+      });
       await client.connect();
       const disconnect = nextEvent(client, 'disconnect');
       const resumed = nextEvent(client, 'resumed');
@@ -161,22 +196,42 @@ describe('client SDK against the real gateway', () => {
         shared: { lobby: { last_message_counter: 3 }, hidden: { last_message_counter: 9 } },
         private: { alice: { lobby: { last_seen_counter: 1 } } },
       });
-      await untilChange((l) => rooms.onChange(l), () => rooms.counter('lobby', 'last_message_counter') === 3, 'the rooms snapshot', () => rooms.get('lobby'));
+      await untilChange(
+        (l) => rooms.onChange(l),
+        () => rooms.counter('lobby', 'last_message_counter') === 3,
+        'the rooms snapshot',
+        () => rooms.get('lobby'),
+      );
       expect(rooms.keys()).toEqual(['lobby']);
       expect(rooms.get('lobby')).toEqual({ last_message_counter: 3, last_seen_counter: 1 });
       expect(changes).toEqual([[{ key: 'lobby', variables: ['last_message_counter', 'last_seen_counter'] }]]);
 
       await api(t.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { lobby: { last_message_counter: 5 } } });
-      await untilChange((l) => rooms.onChange(l), () => rooms.counter('lobby', 'last_message_counter') === 5, 'the counter update', () => rooms.get('lobby'));
+      await untilChange(
+        (l) => rooms.onChange(l),
+        () => rooms.counter('lobby', 'last_message_counter') === 5,
+        'the counter update',
+        () => rooms.get('lobby'),
+      );
       expect(changes[1]).toEqual([{ key: 'lobby', variables: ['last_message_counter'] }]);
 
       const users = alice.users();
       await put(t.apiUrl, `/v1/connection/${cid}/users`, ['alice', 'bob']);
-      await untilChange((l) => users.onChange(l), () => users.status('bob') === 'offline', 'bob offline', () => users.list());
+      await untilChange(
+        (l) => users.onChange(l),
+        () => users.status('bob') === 'offline',
+        'bob offline',
+        () => users.list(),
+      );
       expect(users.status('alice')).toBe('active');
       const bob = sdk.create(`${t.wsUrl}/?user=bob`);
       await bob.connect();
-      await untilChange((l) => users.onChange(l), () => users.status('bob') === 'active', 'bob active', () => users.list());
+      await untilChange(
+        (l) => users.onChange(l),
+        () => users.status('bob') === 'active',
+        'bob active',
+        () => users.list(),
+      );
       expect(users.list().map((u) => [u.userId, u.status])).toEqual([
         ['alice', 'active'],
         ['bob', 'active'],
@@ -205,9 +260,17 @@ describe('client SDK against the real gateway', () => {
       const disconnects = disconnectsOf(client);
       await client.connect();
       const cid = await cidOf(upstream, 'alice');
-      await put(first.apiUrl, `/v1/connection/${cid}/lattices/rooms`, { shared: { lobby: { last_message_counter: 3 } }, private: { alice: { lobby: {} } } });
+      await put(first.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
+        shared: { lobby: { last_message_counter: 3 } },
+        private: { alice: { lobby: {} } },
+      });
       const rooms = client.lattice('rooms');
-      await untilChange((l) => rooms.onChange(l), () => rooms.counter('lobby', 'last_message_counter') === 3, 'the first snapshot', () => rooms.get('lobby'));
+      await untilChange(
+        (l) => rooms.onChange(l),
+        () => rooms.counter('lobby', 'last_message_counter') === 3,
+        'the first snapshot',
+        () => rooms.get('lobby'),
+      );
 
       const inFlight = rejection(client.call('rooms.slow'));
       await upstream.requestTo('/rooms/slow');
@@ -221,7 +284,12 @@ describe('client SDK against the real gateway', () => {
       const impatient = rejection(client.call('rooms.echo', ['late'], {}, { timeoutMs: 100 }));
       expect(await impatient).toMatchObject({ kind: 'timeout' });
       // Two more attempts fail (nothing listens on the port) while the call waits.
-      await untilChange((l) => client.on('disconnect', l), () => disconnects.length >= 3, 'two failed attempts', () => disconnects);
+      await untilChange(
+        (l) => client.on('disconnect', l),
+        () => disconnects.length >= 3,
+        'two failed attempts',
+        () => disconnects,
+      );
 
       const reconnected = nextEvent(client, 'reconnected', 10_000);
       second = await startTestGateway({ ...env, PORT: String(port) });
@@ -230,8 +298,16 @@ describe('client SDK against the real gateway', () => {
       // The new gateway knows nothing yet: the mirror keeps what it had until the backend re-sends state.
       expect(rooms.get('lobby')).toEqual({ last_message_counter: 3 });
       const newCid = await cidOf(upstream, 'alice');
-      await put(second.apiUrl, `/v1/connection/${newCid}/lattices/rooms`, { shared: { lobby: { last_message_counter: 4 } }, private: { alice: { lobby: { last_seen_counter: 4 } } } });
-      await untilChange((l) => rooms.onChange(l), () => rooms.counter('lobby', 'last_seen_counter') === 4, 'the new snapshot merged', () => rooms.get('lobby'));
+      await put(second.apiUrl, `/v1/connection/${newCid}/lattices/rooms`, {
+        shared: { lobby: { last_message_counter: 4 } },
+        private: { alice: { lobby: { last_seen_counter: 4 } } },
+      });
+      await untilChange(
+        (l) => rooms.onChange(l),
+        () => rooms.counter('lobby', 'last_seen_counter') === 4,
+        'the new snapshot merged',
+        () => rooms.get('lobby'),
+      );
       expect(rooms.get('lobby')).toEqual({ last_message_counter: 4, last_seen_counter: 4 });
     });
   });
@@ -276,7 +352,8 @@ async function untilInvalidFrames(t: TestGateway, count: number, ms: number): Pr
   const deadline = Date.now() + ms;
   let last = await read();
   while (last < count) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${count} probes answered (last ${last})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${count} probes answered (last ${last})`);
     await new Promise((resolve) => setTimeout(resolve, 20));
     last = await read();
   }

@@ -5,7 +5,16 @@ import { untilRedisHas } from './harness/cluster-nodes';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { RedisServer } from './harness/redis-server';
-import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
+import {
+  Position,
+  ResumeMeta,
+  dropConnection,
+  helloMeta,
+  optInProtocols,
+  positionOf,
+  resumeOf,
+  resumeProtocols,
+} from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 
 /**
@@ -28,19 +37,30 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     ownRedis = null;
   });
 
-  async function start(env: Record<string, string> = {}, redisUrl = TEST_REDIS_URL): Promise<[TestGateway, TestGateway]> {
+  async function start(
+    env: Record<string, string> = {},
+    redisUrl = TEST_REDIS_URL,
+  ): Promise<[TestGateway, TestGateway]> {
     cluster = await startTestCluster(2, { REDIS_URL: redisUrl, ...env });
     redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     return [cluster.nodes[0], cluster.nodes[1]];
   }
 
-  async function optIn(node: TestGateway, user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
+  async function optIn(
+    node: TestGateway,
+    user: string,
+  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
     const query = `user=${user}&o=${Math.random()}`;
     const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
     return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
   }
 
-  async function resume(node: TestGateway, user: string, token: string, positions: Record<string, Position> = {}): Promise<{ client: WsClient; hello: Frame }> {
+  async function resume(
+    node: TestGateway,
+    user: string,
+    token: string,
+    positions: Record<string, Position> = {},
+  ): Promise<{ client: WsClient; hello: Frame }> {
     return node.hello({ query: `user=${user}-resume`, protocols: resumeProtocols(token, positions) });
   }
 
@@ -55,7 +75,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
   }
 
   /** A resumable session of ann on `a`, subscribed to t1 through `b`, that saw one message and is now detached. */
-  async function seenThenDetached(a: TestGateway, b: TestGateway): Promise<{ first: ResumeMeta; cid: string; seen: Position }> {
+  async function seenThenDetached(
+    a: TestGateway,
+    b: TestGateway,
+  ): Promise<{ first: ResumeMeta; cid: string; seen: Position }> {
     const { client, resume: first, cid } = await optIn(a, 'ann');
     await put(b, `/v1/connection/${cid}/subscriptions/t1`);
     await publish(b, 't1', 'seen');
@@ -71,7 +94,11 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
 
   async function expectNothingMore(client: WsClient): Promise<void> {
     const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+      'result',
+      { request_id: requestId },
+      { args: [], kwargs: {} },
+    ]);
   }
 
   /** Every key of this cluster's prefix matching `pattern` (after the prefix). */
@@ -148,7 +175,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await publish(b, 'x/y', 'x'.repeat(498));
       const [stream] = await keys('th:*');
       const [position] = await keys('tp:*');
-      expect((await redis.xrange(stream, '-', '+')).map(([id, fields]) => [id, fields[1]])).toEqual([['1-0', half], ['2-0', half]]);
+      expect((await redis.xrange(stream, '-', '+')).map(([id, fields]) => [id, fields[1]])).toEqual([
+        ['1-0', half],
+        ['2-0', half],
+      ]);
       expect(await redis.hget(position, 'b')).toBe('1000');
       await publish(a, 'x/y', 1);
       expect((await redis.xrange(stream, '-', '+')).map(([id]) => id)).toEqual(['2-0', '3-0']);
@@ -247,7 +277,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const [position] = await keys('tp:*');
       await redis.hincrby(position, 'o', 2); // offsets 2 and 3 were never kept
       await publish(b, 't1', 'four');
-      expect((await onA.client.next()).slice(1)).toEqual([{ topic: 't1', offset: 4, epoch: expect.any(String) }, 'four']);
+      expect((await onA.client.next()).slice(1)).toEqual([
+        { topic: 't1', offset: 4, epoch: expect.any(String) },
+        'four',
+      ]);
       await expectNothingMore(onA.client);
     });
   });
@@ -265,11 +298,17 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await legacy.client.next();
       // Cut node A's subscriber off; publish through B before A has reconnected (its first retry waits 100 ms).
       const list = (await redis.client('LIST')) as string;
-      const subscriberOfA = list.split('\n').find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
+      const subscriberOfA = list
+        .split('\n')
+        .find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
       expect(subscriberOfA).toBeDefined();
       await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriberOfA!)![1]);
       await publish(b, 't1', 'while-away');
-      expect(await onA.client.next(5000)).toEqual(['message', { topic: 't1', offset: 2, epoch: meta.epoch }, 'while-away']);
+      expect(await onA.client.next(5000)).toEqual([
+        'message',
+        { topic: 't1', offset: 2, epoch: meta.epoch },
+        'while-away',
+      ]);
       expect(await legacy.client.next(5000)).toEqual(['message', { topic: 't1' }, 'while-away']);
       await expectNothingMore(onA.client);
     });
@@ -280,7 +319,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const [a, b] = await start();
       const { client, resume: first, cid } = await optIn(a, 'ann');
       await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(b, `/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 1 } }, private: { ann: { k: {} } } });
+      await put(b, `/v1/connection/${cid}/lattices/ns`, {
+        shared: { k: { a_counter: 1 } },
+        private: { ann: { k: {} } },
+      });
       await client.next(); // lattice snapshot
       await publish(b, 't1', 'seen');
       const seen = positionOf(await client.next(), 't1');
@@ -476,7 +518,11 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       // The holder writes its sessions' records again after the reconnect (SPEC §12.5); a resume before that fails.
       const probe = new Redis(ownRedis.url);
       try {
-        await untilRedisHas(probe, async (r) => (await r.exists(`${cluster.prefix}rs:${cid}`)) === 1, 'the session record written again');
+        await untilRedisHas(
+          probe,
+          async (r) => (await r.exists(`${cluster.prefix}rs:${cid}`)) === 1,
+          'the session record written again',
+        );
       } finally {
         probe.disconnect();
       }
@@ -503,9 +549,13 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const res = await api(a.apiUrl, 'POST', '/v1/publish/t1', '"lost"');
       expect(res.status).toBe(503);
       expect(JSON.parse(res.text)).toEqual({ error: 'cluster_unavailable', message: expect.any(String) });
-      const batch = await api(a.apiUrl, 'POST', '/v1/batch', { commands: [{ method: 'POST', path: '/v1/publish/t1', body: 1 }] });
+      const batch = await api(a.apiUrl, 'POST', '/v1/batch', {
+        commands: [{ method: 'POST', path: '/v1/publish/t1', body: 1 }],
+      });
       expect(batch.status).toBe(200);
-      expect((JSON.parse(batch.text) as { results: unknown[] }).results).toEqual([{ status: 503, error: 'cluster_unavailable', message: expect.any(String) }]);
+      expect((JSON.parse(batch.text) as { results: unknown[] }).results).toEqual([
+        { status: 503, error: 'cluster_unavailable', message: expect.any(String) },
+      ]);
       await expectNothingMore(onA.client);
       await expectNothingMore(legacy.client);
     });

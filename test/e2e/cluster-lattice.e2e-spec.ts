@@ -33,7 +33,12 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     try {
       const base = new ClusterNames(cluster.prefix).lattice('chat');
       const version = await redis.hincrby(`${base}:meta`, 'v', 1);
-      await redis.xadd(`${base}:log`, `${version}-1`, 'x', JSON.stringify({ a: Date.now(), s: [['room', [[name, value]]]], p: [] }));
+      await redis.xadd(
+        `${base}:log`,
+        `${version}-1`,
+        'x',
+        JSON.stringify({ a: Date.now(), s: [['room', [[name, value]]]], p: [] }),
+      );
     } finally {
       redis.disconnect();
     }
@@ -48,7 +53,9 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
     expect(await alice.client.next()).toEqual(lattice({ room1: {} }));
     expect(await bob.client.next()).toEqual(lattice({ room2: {} }));
 
-    await call(b.apiUrl, 'POST', '/v1/lattice/chat', { shared: { room1: { msg_counter: 5 }, room2: { msg_counter: 7 } } });
+    await call(b.apiUrl, 'POST', '/v1/lattice/chat', {
+      shared: { room1: { msg_counter: 5 }, room2: { msg_counter: 7 } },
+    });
     expect(await alice.client.next()).toEqual(lattice({ room1: { msg_counter: 5 } }));
     expect(await bob.client.next()).toEqual(lattice({ room2: { msg_counter: 7 } }));
     await expectNothingMoreThan(alice.client, 'alice', c.apiUrl);
@@ -58,22 +65,31 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
   it('gives a connection subscribing on another node the whole merged state, not only its own call', async () => {
     const [a, b, c] = cluster.nodes;
     // Nobody subscribes anywhere yet: a single node would drop this; Redis keeps it.
-    await call(a.apiUrl, 'POST', '/v1/lattice/chat', { shared: { room1: { msg_counter: 10, tags_set: ['x'] } }, private: { alice: { room1: { seen_counter: 3 } } } });
+    await call(a.apiUrl, 'POST', '/v1/lattice/chat', {
+      shared: { room1: { msg_counter: 10, tags_set: ['x'] } },
+      private: { alice: { room1: { seen_counter: 3 } } },
+    });
     await call(b.apiUrl, 'POST', '/v1/lattice/chat', { shared: { room1: { tags_set: ['y'] } } });
     const alice = await c.helloAs('alice');
     await call(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/chat`, { private: { alice: { room1: {} } } });
-    expect(await alice.client.next()).toEqual(lattice({ room1: { msg_counter: 10, tags_set: ['x', 'y'], seen_counter: 3 } }));
+    expect(await alice.client.next()).toEqual(
+      lattice({ room1: { msg_counter: 10, tags_set: ['x', 'y'], seen_counter: 3 } }),
+    );
   });
 
   it('makes every node converge on updates made concurrently through all nodes', async () => {
     const users = await Promise.all(cluster.nodes.map((node, i) => node.helloAs(`user${i}`)));
     for (const [i, { cid }] of users.entries()) {
-      await call(cluster.nodes[i].apiUrl, 'PUT', `/v1/connection/${cid}/lattices/chat`, { private: { [`user${i}`]: { room: {} } } });
+      await call(cluster.nodes[i].apiUrl, 'PUT', `/v1/connection/${cid}/lattices/chat`, {
+        private: { [`user${i}`]: { room: {} } },
+      });
       await users[i].client.next();
     }
     await Promise.all(
       Array.from({ length: 30 }, (_, n) =>
-        call(cluster.nodes[n % 3].apiUrl, 'POST', '/v1/lattice/chat', { shared: { room: { tags_set: [`t${n}`], n_counter: n } } }),
+        call(cluster.nodes[n % 3].apiUrl, 'POST', '/v1/lattice/chat', {
+          shared: { room: { tags_set: [`t${n}`], n_counter: n } },
+        }),
       ),
     );
     // Each client merges what it receives (as the SDK does) and must end with the same state.
@@ -92,7 +108,9 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
 
   it('answers 204 to a lattice subscribe for a connection of a node that is not alive, and nothing happens', async () => {
     const [a, b] = cluster.nodes;
-    await call(a.apiUrl, 'PUT', '/v1/connection/nodeZ-abcdefghijklmnopqrstuv/lattices/chat', { shared: { k: { n_counter: 4 } } });
+    await call(a.apiUrl, 'PUT', '/v1/connection/nodeZ-abcdefghijklmnopqrstuv/lattices/chat', {
+      shared: { k: { n_counter: 4 } },
+    });
     const alice = await b.helloAs('alice');
     await call(a.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/chat`, { private: { alice: { k: {} } } });
     expect(await alice.client.next()).toEqual(lattice({ k: {} }));
@@ -101,7 +119,9 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
   it('keeps expires_in as one absolute deadline: a node loading the namespace later does not show an expired entry', async () => {
     const [a, b] = cluster.nodes;
     const updatedAt = Date.now();
-    await call(a.apiUrl, 'POST', '/v1/lattice/chat', { private: { bob: { gone: { n_counter: 1, expires_in: '300ms' }, kept: {} } } });
+    await call(a.apiUrl, 'POST', '/v1/lattice/chat', {
+      private: { bob: { gone: { n_counter: 1, expires_in: '300ms' }, kept: {} } },
+    });
     // Wall time is what this row is about: the deadline must have passed.
     await new Promise((resolve) => setTimeout(resolve, Math.max(0, updatedAt + 400 - Date.now())));
     const bob = await b.helloAs('bob');
@@ -159,14 +179,23 @@ describe('cluster: LATTICE_RETENTION (SPEC §1, §11)', () => {
   it('drops a namespace nobody subscribes to LATTICE_RETENTION after its last update, and keeps one that is held', async () => {
     const [a, b] = cluster.nodes;
     const alice = await a.helloAs('alice');
-    expect((await api(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/held`, { shared: { k: { n_counter: 1 } }, private: { alice: { k: {} } } })).status).toBe(204);
+    expect(
+      (
+        await api(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/held`, {
+          shared: { k: { n_counter: 1 } },
+          private: { alice: { k: {} } },
+        })
+      ).status,
+    ).toBe(204);
     expect((await api(b.apiUrl, 'POST', '/v1/lattice/orphan', { shared: { k: { n_counter: 1 } } })).status).toBe(204);
     const goneAfterMs = await untilGone(logKey('orphan'), 6000);
     expect(goneAfterMs).toBeGreaterThan(2000);
     // The held namespace outlived the same retention: its node refreshes it.
     expect(await redis.exists(logKey('held'))).toBe(1);
     const bob = await b.helloAs('bob');
-    expect((await api(a.apiUrl, 'PUT', `/v1/connection/${bob.cid}/lattices/held`, { private: { bob: { k: {} } } })).status).toBe(204);
+    expect(
+      (await api(a.apiUrl, 'PUT', `/v1/connection/${bob.cid}/lattices/held`, { private: { bob: { k: {} } } })).status,
+    ).toBe(204);
     expect(await bob.client.next()).toEqual(['lattice', { namespace: 'held' }, { k: { n_counter: 1 } }]);
   }, 20_000);
 });

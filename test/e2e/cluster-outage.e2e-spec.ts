@@ -30,7 +30,10 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
       readiness.push(res.status);
       const body = (await res.json()) as { info?: { cluster?: { redis?: string } } };
       if (body.info?.cluster?.redis === state) return;
-      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for readiness to report redis ${state}: ${JSON.stringify(body)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out after ${ms} ms waiting for readiness to report redis ${state}: ${JSON.stringify(body)}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
@@ -46,7 +49,12 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
     const alice = await a.helloAs('alice');
     await b.helloAs('bob');
     expect(await status(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/subscriptions/room`)).toBe(204);
-    expect(await status(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/rooms`, { shared: { r1: { msg_counter: 7 } }, private: { alice: { r1: {} } } })).toBe(204);
+    expect(
+      await status(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/lattices/rooms`, {
+        shared: { r1: { msg_counter: 7 } },
+        private: { alice: { r1: {} } },
+      }),
+    ).toBe(204);
     expect(await alice.client.next()).toEqual(['lattice', { namespace: 'rooms' }, { r1: { msg_counter: 7 } }]);
 
     await redis.kill();
@@ -56,14 +64,24 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
     // Local delivery, calls and authorization keep working.
     expect(await status(a.apiUrl, 'POST', '/v1/publish/room', { during: 'outage' })).toBe(204);
     expect(await alice.client.next()).toEqual(['message', { topic: 'room' }, { during: 'outage' }]);
-    expect(await alice.client.call('chat.echo', { request_id: 1 })).toEqual(['result', { request_id: 1 }, expect.anything()]);
+    expect(await alice.client.call('chat.echo', { request_id: 1 })).toEqual([
+      'result',
+      { request_id: 1 },
+      expect.anything(),
+    ]);
     const late = await a.helloAs('late');
     // A call that needs another node cannot be served.
     const crossNode = await api(b.apiUrl, 'PUT', `/v1/connection/${alice.cid}/subscriptions/other`);
-    expect([crossNode.status, crossNode.json()]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
+    expect([crossNode.status, crossNode.json()]).toEqual([
+      503,
+      { error: 'cluster_unavailable', message: expect.any(String) },
+    ]);
     // Lattice state is shared through Redis: an update cannot be taken in, not even on the owner of its subscribers.
     const update = await api(a.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { msg_counter: 8 } } });
-    expect([update.status, update.json()]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
+    expect([update.status, update.json()]).toEqual([
+      503,
+      { error: 'cluster_unavailable', message: expect.any(String) },
+    ]);
 
     await redis.restart(); // empty: nothing on disk
     await untilRedis(a.apiUrl, 'up');
@@ -75,19 +93,27 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
     expect(await alice.client.next()).toEqual(['message', { topic: 'room' }, { after: 'outage' }]);
     // Lattice healed: A merged its copy back into the empty Redis; a subscriber on B sees it.
     const carol = await b.helloAs('carol');
-    expect(await status(a.apiUrl, 'PUT', `/v1/connection/${carol.cid}/lattices/rooms`, { private: { carol: { r1: {} } } })).toBe(204);
+    expect(
+      await status(a.apiUrl, 'PUT', `/v1/connection/${carol.cid}/lattices/rooms`, { private: { carol: { r1: {} } } }),
+    ).toBe(204);
     expect(await carol.client.next()).toEqual(['lattice', { namespace: 'rooms' }, { r1: { msg_counter: 7 } }]);
     // Presence healed: users connected through the outage are active again in Redis.
     expect(await status(b.apiUrl, 'PUT', `/v1/connection/${carol.cid}/users`, ['bob', 'late', 'alice'])).toBe(204);
     const statuses = statusesOf(await carol.client.next());
-    expect(Object.fromEntries(Object.entries(statuses).map(([user, value]) => [user, value.status_register[1]]))).toEqual({ bob: 'active', late: 'active', alice: 'active' });
+    expect(
+      Object.fromEntries(Object.entries(statuses).map(([user, value]) => [user, value.status_register[1]])),
+    ).toEqual({ bob: 'active', late: 'active', alice: 'active' });
     await late.client.close();
   }, 60_000);
 });
 
 describe('cluster: secrets of REDIS_URL (SPEC §11)', () => {
   it('never logs the Redis password, even when Redis refuses it', async () => {
-    const t = await startTestGateway({ REDIS_URL: 'redis://gw:s3cret-pw-42@127.0.0.1:6379', REDIS_PREFIX: randomPrefix(), LOG_LEVEL: 'debug' });
+    const t = await startTestGateway({
+      REDIS_URL: 'redis://gw:s3cret-pw-42@127.0.0.1:6379',
+      REDIS_PREFIX: randomPrefix(),
+      LOG_LEVEL: 'debug',
+    });
     try {
       const ready = await (await fetch(t.apiUrl + '/health/ready')).json();
       expect(ready).toMatchObject({ status: 'ok', info: { cluster: { redis: 'down' } } });

@@ -77,7 +77,9 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       // A later session as the barrier: its notice comes after any duplicate of ulla's could have.
       await cluster.nodes[2].helloAs('vera');
       const isNotice = (user: string) => (r: { path: string; headers: Record<string, unknown> }) =>
-        r.path === '/gateway/session_inactive' && JSON.parse(Buffer.from(String(r.headers.authorization).slice('Gateway+json '.length), 'base64').toString()).user_id === user;
+        r.path === '/gateway/session_inactive' &&
+        JSON.parse(Buffer.from(String(r.headers.authorization).slice('Gateway+json '.length), 'base64').toString())
+          .user_id === user;
       await cluster.upstream.nextRequest(isNotice('ulla'), 5000);
       expect((await nextStatusOf(watcher.client, 'ulla'))[1]).toBe('inactive');
       await cluster.upstream.nextRequest(isNotice('vera'), 5000);
@@ -99,7 +101,7 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       expect(offline[0]).toBeGreaterThan(inactive[0]);
     });
 
-    it('extends the cluster-wide deadline with a call\'s `active` on one node (no inactive before it)', async () => {
+    it("extends the cluster-wide deadline with a call's `active` on one node (no inactive before it)", async () => {
       const [a, b] = cluster.nodes;
       const bob = await b.helloAs('bob');
       const alice = await a.helloAs('alice');

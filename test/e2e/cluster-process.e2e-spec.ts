@@ -19,7 +19,11 @@ describe('cluster: nodes as processes (SPEC §11)', () => {
   beforeEach(async () => {
     upstream = await FakeUpstream.start();
     prefix = randomPrefix();
-    node = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeA' }, undefined, upstream);
+    node = await startTestGateway(
+      { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeA' },
+      undefined,
+      upstream,
+    );
   });
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
@@ -29,7 +33,17 @@ describe('cluster: nodes as processes (SPEC §11)', () => {
   });
 
   async function startChild(nodeId: string): Promise<ChildGateway> {
-    const child = await ChildGateway.start({ UPSTREAM_URL: upstream.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId, LOG_LEVEL: 'info', SHUTDOWN_GRACE: '1s' }, START_MS);
+    const child = await ChildGateway.start(
+      {
+        UPSTREAM_URL: upstream.url,
+        REDIS_URL: TEST_REDIS_URL,
+        REDIS_PREFIX: prefix,
+        NODE_ID: nodeId,
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE: '1s',
+      },
+      START_MS,
+    );
     children.push(child);
     return child;
   }
@@ -38,7 +52,9 @@ describe('cluster: nodes as processes (SPEC §11)', () => {
     const query = `user=${user}&at=${Math.random()}`;
     const { client } = await WsClient.hello(child.wsUrl, { query });
     clients.push(client);
-    const auth = await upstream.nextRequest((r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query);
+    const auth = await upstream.nextRequest(
+      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
+    );
     return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
   }
 
@@ -66,7 +82,7 @@ describe('cluster: nodes as processes (SPEC §11)', () => {
     expect(Date.now() - killedAt).toBeLessThan(15_000);
   }, 30_000);
 
-  it('withdraws a draining node\'s presence before it exits (watchers see offline at once)', async () => {
+  it("withdraws a draining node's presence before it exits (watchers see offline at once)", async () => {
     const child = await startChild('nodeD');
     await helloOn(child, 'bob');
     const watcher = await watch('bob');
@@ -79,19 +95,38 @@ describe('cluster: nodes as processes (SPEC §11)', () => {
 
   it('gives a restarted node the merged lattice state, its NODE_ID free again after the drain', async () => {
     const first = await startChild('nodeR');
-    expect((await api(first.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { msg_counter: 3 } } })).status).toBe(204);
-    expect((await api(node.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { tags_set: ['a'] } }, private: { bob: { r1: { seen_counter: 1 } } } })).status).toBe(204);
+    expect((await api(first.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { msg_counter: 3 } } })).status).toBe(
+      204,
+    );
+    expect(
+      (
+        await api(node.apiUrl, 'POST', '/v1/lattice/rooms', {
+          shared: { r1: { tags_set: ['a'] } },
+          private: { bob: { r1: { seen_counter: 1 } } },
+        })
+      ).status,
+    ).toBe(204);
     first.kill('SIGTERM');
     await first.exit(5000);
     const second = await startChild('nodeR');
     const bob = await helloOn(second, 'bob');
-    expect((await api(node.apiUrl, 'PUT', `/v1/connection/${bob.cid}/lattices/rooms`, { private: { bob: { r1: {} } } })).status).toBe(204);
-    expect(await bob.client.next()).toEqual(['lattice', { namespace: 'rooms' }, { r1: { msg_counter: 3, tags_set: ['a'], seen_counter: 1 } }]);
+    expect(
+      (await api(node.apiUrl, 'PUT', `/v1/connection/${bob.cid}/lattices/rooms`, { private: { bob: { r1: {} } } }))
+        .status,
+    ).toBe(204);
+    expect(await bob.client.next()).toEqual([
+      'lattice',
+      { namespace: 'rooms' },
+      { r1: { msg_counter: 3, tags_set: ['a'], seen_counter: 1 } },
+    ]);
   }, 30_000);
 
   it('refuses to start a node whose NODE_ID a live node holds, with a configuration error', async () => {
-    await expect(ChildGateway.start({ UPSTREAM_URL: upstream.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeA' }, START_MS)).rejects.toThrow(
-      /invalid configuration:\s+NODE_ID: "nodeA" is held by a live node/,
-    );
+    await expect(
+      ChildGateway.start(
+        { UPSTREAM_URL: upstream.url, REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeA' },
+        START_MS,
+      ),
+    ).rejects.toThrow(/invalid configuration:\s+NODE_ID: "nodeA" is held by a live node/);
   });
 });

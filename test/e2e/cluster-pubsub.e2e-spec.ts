@@ -49,24 +49,35 @@ describe('cluster: pub/sub across nodes (SPEC §11)', () => {
 
   it('delivers one publish to subscribers on every node, the publishing node included', async () => {
     const clients = await Promise.all(cluster.nodes.map((node, i) => node.helloAs(`user${i}`)));
-    await Promise.all(clients.map(({ cid }, i) => api(cluster.nodes[(i + 1) % 3].apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/all`)));
+    await Promise.all(
+      clients.map(({ cid }, i) =>
+        api(cluster.nodes[(i + 1) % 3].apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/all`),
+      ),
+    );
     expect((await api(cluster.nodes[0].apiUrl, 'POST', '/v1/publish/all', { n: 1 })).status).toBe(204);
     for (const { client } of clients) expect(await client.next()).toEqual(['message', { topic: 'all' }, { n: 1 }]);
   });
 
-  it('carries a /v1/batch\'s commands for one owner node in one message (issue 12), each applied before the answer', async () => {
+  it("carries a /v1/batch's commands for one owner node in one message (issue 12), each applied before the answer", async () => {
     const [a, b] = cluster.nodes;
     const { client, cid } = await a.helloAs('alice');
-    const commands = Array.from({ length: 20 }, (_, i) => ({ method: 'PUT', path: `/v1/connection/${cid}/subscriptions/batch/${i}` }));
+    const commands = Array.from({ length: 20 }, (_, i) => ({
+      method: 'PUT',
+      path: `/v1/connection/${cid}/subscriptions/batch/${i}`,
+    }));
     const res = await api(b.apiUrl, 'POST', '/v1/batch', { commands });
     expect([res.status, res.json()]).toEqual([200, { results: commands.map(() => ({ status: 204 })) }]);
-    expect(await (await fetch(b.apiUrl + '/metrics')).text()).toMatch(/^gateway_broker_messages_total\{direction="out",kind="command"\} 1$/m);
+    expect(await (await fetch(b.apiUrl + '/metrics')).text()).toMatch(
+      /^gateway_broker_messages_total\{direction="out",kind="command"\} 1$/m,
+    );
     expect((await api(b.apiUrl, 'POST', '/v1/publish/batch/19', { last: true })).status).toBe(204);
     expect(await client.next()).toEqual(['message', { topic: 'batch.19' }, { last: true }]);
   });
 
   it('answers 204 for a connection id of a node that is not alive', async () => {
     const [a] = cluster.nodes;
-    expect((await api(a.apiUrl, 'PUT', '/v1/connection/nodeZ-abcdefghijklmnopqrstuv/subscriptions/t')).status).toBe(204);
+    expect((await api(a.apiUrl, 'PUT', '/v1/connection/nodeZ-abcdefghijklmnopqrstuv/subscriptions/t')).status).toBe(
+      204,
+    );
   });
 });

@@ -11,10 +11,13 @@ import { WsClient } from './harness/ws-client';
 /** The user a session_inactive request speaks for (its identity header). */
 function userOfNotice(request: RecordedRequest): string {
   const header = String(request.headers.authorization ?? '');
-  return (JSON.parse(Buffer.from(header.slice('Gateway+json '.length), 'base64').toString('utf8')) as { user_id: string }).user_id;
+  return (
+    JSON.parse(Buffer.from(header.slice('Gateway+json '.length), 'base64').toString('utf8')) as { user_id: string }
+  ).user_id;
 }
 
-const noticesOf = (upstream: FakeUpstream): string[] => upstream.requests.filter((r) => r.path.endsWith('/gateway/session_inactive')).map(userOfNotice);
+const noticesOf = (upstream: FakeUpstream): string[] =>
+  upstream.requests.filter((r) => r.path.endsWith('/gateway/session_inactive')).map(userOfNotice);
 
 /**
  * SPEC §11 "Redis outage" with processes: Redis (a private redis-server) is
@@ -57,7 +60,9 @@ describe('cluster: state re-asserted after Redis came back empty (SPEC §11)', (
     const l = await cluster.hello(a, 'lena');
     lena = l.client;
     expect((await api(b.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { msg_counter: 7 } } })).status).toBe(204);
-    expect((await api(b.apiUrl, 'PUT', `/v1/connection/${l.cid}/lattices/rooms`, { private: { lena: { r1: {} } } })).status).toBe(204);
+    expect(
+      (await api(b.apiUrl, 'PUT', `/v1/connection/${l.cid}/lattices/rooms`, { private: { lena: { r1: {} } } })).status,
+    ).toBe(204);
     expect(await lena.next()).toEqual(['lattice', { namespace: 'rooms' }, { r1: { msg_counter: 7 } }]);
     // A watcher on A of users on B.
     const w = await cluster.hello(a, 'walt');
@@ -87,18 +92,38 @@ describe('cluster: state re-asserted after Redis came back empty (SPEC §11)', (
   });
 
   it('puts each node back in the registry, with its liveness key, before its presence is back', async () => {
-    for (const [node, user] of [['nodeA', 'walt'], ['nodeB', 'frank']]) {
+    for (const [node, user] of [
+      ['nodeA', 'walt'],
+      ['nodeB', 'frank'],
+    ]) {
       // The moment a node's presence is back in Redis, its death must be noticeable (issue 17: it was not).
-      await untilRedisHas(probe, async (r) => (await r.hexists(names.user(user), `c:${node}`)) === 1, `the presence of ${user} on ${node}`);
-      expect([node, await probe.sismember(names.nodes, node), await probe.exists(names.alive(node))]).toEqual([node, 1, 1]);
+      await untilRedisHas(
+        probe,
+        async (r) => (await r.hexists(names.user(user), `c:${node}`)) === 1,
+        `the presence of ${user} on ${node}`,
+      );
+      expect([node, await probe.sismember(names.nodes, node), await probe.exists(names.alive(node))]).toEqual([
+        node,
+        1,
+        1,
+      ]);
     }
   });
 
   it('re-asserts the presence hashes and the per-node user sets of every connected user', async () => {
-    await untilRedisHas(probe, async (r) => (await r.scard(names.nodeUsers('nodeA'))) === onA.length && (await r.scard(names.nodeUsers('nodeB'))) === onB.length, 'both nodes\' user sets');
+    await untilRedisHas(
+      probe,
+      async (r) =>
+        (await r.scard(names.nodeUsers('nodeA'))) === onA.length &&
+        (await r.scard(names.nodeUsers('nodeB'))) === onB.length,
+      "both nodes' user sets",
+    );
     expect((await probe.smembers(names.nodeUsers('nodeA'))).sort()).toEqual([...onA].sort());
     expect((await probe.smembers(names.nodeUsers('nodeB'))).sort()).toEqual([...onB].sort());
-    for (const [node, users] of [['nodeA', onA], ['nodeB', onB]] as const) {
+    for (const [node, users] of [
+      ['nodeA', onA],
+      ['nodeB', onB],
+    ] as const) {
       for (const user of users) expect([user, await probe.hget(names.user(user), `c:${node}`)]).toEqual([user, '1']);
     }
   });
@@ -108,7 +133,10 @@ describe('cluster: state re-asserted after Redis came back empty (SPEC §11)', (
     await walt.until('dora', 'inactive', 5000);
     const deadline = Date.now() + 5000;
     while (new Set(noticesOf(upstream)).size < onA.length + onB.length) {
-      if (Date.now() > deadline) throw new Error(`timed out waiting for a session_inactive of every user; got ${JSON.stringify(noticesOf(upstream))}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out waiting for a session_inactive of every user; got ${JSON.stringify(noticesOf(upstream))}`,
+        );
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
     expect(noticesOf(upstream).sort()).toEqual([...onA, ...onB].sort());
@@ -116,7 +144,10 @@ describe('cluster: state re-asserted after Redis came back empty (SPEC §11)', (
 
   it('re-appends the lattice state Redis lost: a subscriber on the other node sees it', async () => {
     const carol = await cluster.hello(b, 'carol');
-    expect((await api(a.apiUrl, 'PUT', `/v1/connection/${carol.cid}/lattices/rooms`, { private: { carol: { r1: {} } } })).status).toBe(204);
+    expect(
+      (await api(a.apiUrl, 'PUT', `/v1/connection/${carol.cid}/lattices/rooms`, { private: { carol: { r1: {} } } }))
+        .status,
+    ).toBe(204);
     expect(await carol.client.next()).toEqual(['lattice', { namespace: 'rooms' }, { r1: { msg_counter: 7 } }]);
   });
 
@@ -138,7 +169,11 @@ describe('cluster: state re-asserted after Redis came back empty (SPEC §11)', (
     expect(Date.now() - killedAt).toBeLessThan(15_000);
     // Over ten seconds of claims later: still exactly one notice for each expiry during the outage
     // (frank and carol have later ones of their own: frank's second connection made him active again).
-    expect(noticesOf(upstream).filter((user) => user !== 'frank' && user !== 'carol').sort()).toEqual(['dora', 'lena', 'tom', 'walt']);
+    expect(
+      noticesOf(upstream)
+        .filter((user) => user !== 'frank' && user !== 'carol')
+        .sort(),
+    ).toEqual(['dora', 'lena', 'tom', 'walt']);
   }, 30_000);
 });
 

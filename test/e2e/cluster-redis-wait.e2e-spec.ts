@@ -33,7 +33,8 @@ describe('cluster: REDIS_WAIT_REPLICAS (SPEC §13.1)', () => {
     try {
       await within(
         (async () => {
-          while (!/slave0:.*state=online/.test(await probe.info('replication'))) await new Promise((resolve) => setTimeout(resolve, 20));
+          while (!/slave0:.*state=online/.test(await probe.info('replication')))
+            await new Promise((resolve) => setTimeout(resolve, 20));
         })(),
         'the replica to be in sync (state=online)',
         10_000,
@@ -48,7 +49,8 @@ describe('cluster: REDIS_WAIT_REPLICAS (SPEC §13.1)', () => {
   }
 
   const publish = (n: number) => api(cluster.nodes[n % 2].apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
-  const update = (n: number) => api(cluster.nodes[n % 2].apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: n } } });
+  const update = (n: number) =>
+    api(cluster.nodes[n % 2].apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: n } } });
 
   it('with the replica in sync, publishes and lattice updates answer 204, and the subscriber gets them', async () => {
     await startNodes({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT: '2s' });
@@ -68,12 +70,19 @@ describe('cluster: REDIS_WAIT_REPLICAS (SPEC §13.1)', () => {
     await replica.kill();
     // A resumable session's subscription is in its record (SPEC §12.5): not confirmed, not acknowledged.
     const recorded = await api(cluster.nodes[1].apiUrl, 'PUT', `/v1/connection/${resumable}/subscriptions/room`);
-    expect([recorded.status, (JSON.parse(recorded.text) as { error: string }).error]).toEqual([503, 'cluster_unavailable']);
+    expect([recorded.status, (JSON.parse(recorded.text) as { error: string }).error]).toEqual([
+      503,
+      'cluster_unavailable',
+    ]);
     // A legacy connection's subscription writes nothing to Redis that a failover could lose.
     expect((await api(cluster.nodes[1].apiUrl, 'PUT', `/v1/connection/${legacy}/subscriptions/room`)).status).toBe(204);
     for (let n = 1; n <= 4; n++) {
       for (const res of [await publish(n), await update(n)]) {
-        expect([n, res.status, (JSON.parse(res.text) as { error: string }).error]).toEqual([n, 503, 'cluster_unavailable']);
+        expect([n, res.status, (JSON.parse(res.text) as { error: string }).error]).toEqual([
+          n,
+          503,
+          'cluster_unavailable',
+        ]);
       }
     }
   });

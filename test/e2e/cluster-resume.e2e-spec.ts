@@ -7,7 +7,16 @@ import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
-import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
+import {
+  Position,
+  ResumeMeta,
+  dropConnection,
+  helloMeta,
+  optInProtocols,
+  positionOf,
+  resumeOf,
+  resumeProtocols,
+} from './harness/resume';
 import { Frame, HandshakeRefused, WsClient } from './harness/ws-client';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
@@ -20,7 +29,9 @@ let queries = 0;
 
 /** The connection id in the authorization request made with `query`. */
 async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
-  const auth = await upstream.nextRequest((r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query);
+  const auth = await upstream.nextRequest(
+    (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
+  );
   return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
 
@@ -55,7 +66,10 @@ class Watcher extends StatusMirror {
   statusesOf(user: string): string[] {
     const out: string[] = [];
     for (const frame of this.socket.frames) {
-      const entry = frame[0] === 'lattice' && frame[1].namespace === 'gateway.user' ? (frame[2] as Record<string, { status_register: [number, string] }>)[user] : undefined;
+      const entry =
+        frame[0] === 'lattice' && frame[1].namespace === 'gateway.user'
+          ? (frame[2] as Record<string, { status_register: [number, string] }>)[user]
+          : undefined;
       if (entry !== undefined) out.push(entry.status_register[1]);
     }
     return out;
@@ -71,7 +85,11 @@ let barriers = 0;
 /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
 async function expectNothingMore(client: WsClient): Promise<void> {
   const requestId = `barrier-${++barriers}`;
-  expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+  expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+    'result',
+    { request_id: requestId },
+    { args: [], kwargs: {} },
+  ]);
 }
 
 /** SPEC §12.5 and the cluster side of §12.2/§12.3: sessions resume on any node. */
@@ -81,7 +99,11 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
   });
 
-  async function optIn(node: Node, upstream: FakeUpstream, user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
+  async function optIn(
+    node: Node,
+    upstream: FakeUpstream,
+    user: string,
+  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
     const query = `user=${user}&q=${++queries}`;
     const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
     clients.push(client);
@@ -89,8 +111,16 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
   }
 
   /** Resume with `token` (a fallback's authorization would be of user `<user>-resume`). */
-  async function resume(node: Node, user: string, token: string, positions: Record<string, Position> = {}): Promise<{ client: WsClient; hello: Frame; resume: ResumeMeta }> {
-    const { client, hello } = await WsClient.hello(node.wsUrl, { query: `user=${user}-resume&q=${++queries}`, protocols: resumeProtocols(token, positions) });
+  async function resume(
+    node: Node,
+    user: string,
+    token: string,
+    positions: Record<string, Position> = {},
+  ): Promise<{ client: WsClient; hello: Frame; resume: ResumeMeta }> {
+    const { client, hello } = await WsClient.hello(node.wsUrl, {
+      query: `user=${user}-resume&q=${++queries}`,
+      protocols: resumeProtocols(token, positions),
+    });
     clients.push(client);
     return { client, hello, resume: resumeOf(hello) };
   }
@@ -122,14 +152,19 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       await start();
       const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
       await put(x, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(x, `/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 1 } }, private: { ann: { k: { mine_counter: 2 } } } });
+      await put(x, `/v1/connection/${cid}/lattices/ns`, {
+        shared: { k: { a_counter: 1 } },
+        private: { ann: { k: { mine_counter: 2 } } },
+      });
       await put(x, `/v1/connection/${cid}/users`, ['bob']);
       expect(await client.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1, mine_counter: 2 } }]);
       expect((await client.next())[1]).toEqual({ namespace: 'gateway.user' });
       await dropConnection(client);
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
       // The backend changes the lattice while the session is detached.
-      expect((await api(x.apiUrl, 'POST', '/v1/lattice/ns', { private: { ann: { k: { mine_counter: 3 } } } })).status).toBe(204);
+      expect(
+        (await api(x.apiUrl, 'POST', '/v1/lattice/ns', { private: { ann: { k: { mine_counter: 3 } } } })).status,
+      ).toBe(204);
       const auths = authRequests(c.upstream);
 
       const { client: again, hello, resume: second } = await resume(b, 'ann', first.token);
@@ -138,7 +173,11 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       expect(second.token).not.toBe(first.token);
       expect(hello[2]).toEqual({ user_id: 'ann' });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1, mine_counter: 3 } }]);
-      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [0, 'offline'] } }]);
+      expect(await again.next()).toEqual([
+        'lattice',
+        { namespace: 'gateway.user' },
+        { bob: { status_register: [0, 'offline'] } },
+      ]);
       await publish(x, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
@@ -195,12 +234,19 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       await dropConnection(client);
       const { client: again } = await resume(b, 'ann', first.token);
       // Through the birth node, through the new node and through a third node.
-      for (const [node, topic] of [[a, 't1'], [b, 't2'], [x, 't3']] as const) {
+      for (const [node, topic] of [
+        [a, 't1'],
+        [b, 't2'],
+        [x, 't3'],
+      ] as const) {
         await put(node, `/v1/connection/${cid}/subscriptions/${topic}`);
         await publish(x, topic, topic);
         await expectMessage(again, topic, topic);
       }
-      await put(a, `/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 7 } }, private: { ann: { k: {} } } });
+      await put(a, `/v1/connection/${cid}/lattices/ns`, {
+        shared: { k: { a_counter: 7 } },
+        private: { ann: { k: {} } },
+      });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 7 } }]);
       const res = await api(x.apiUrl, 'DELETE', `/v1/connection/${cid}`);
       expect(res.status).toBe(204);
@@ -243,7 +289,11 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       // The older one ends as its window end would: its record goes from Redis.
       const redis = new Redis(TEST_REDIS_URL);
       try {
-        await untilRedisHas(redis, async (r) => (await r.exists(`${c.prefix}rs:${older.cid}`)) === 0, 'the older session\'s record gone');
+        await untilRedisHas(
+          redis,
+          async (r) => (await r.exists(`${c.prefix}rs:${older.cid}`)) === 0,
+          "the older session's record gone",
+        );
       } finally {
         redis.disconnect();
       }
@@ -266,7 +316,10 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       }
       const auths = authRequests(c.upstream);
       for (const node of [a, b, x]) {
-        const refused = await WsClient.connect(node.wsUrl, { query: 'user=ann-resume', protocols: resumeProtocols(token) }).then(
+        const refused = await WsClient.connect(node.wsUrl, {
+          query: 'user=ann-resume',
+          protocols: resumeProtocols(token),
+        }).then(
           () => null,
           (err: HandshakeRefused) => err,
         );
@@ -331,18 +384,33 @@ handlers:
     it('a token of another handler falls back to a normal connect on that handler, and stays valid on its own', async () => {
       upstream = await FakeUpstream.start();
       const prefix = randomPrefix();
-      for (const nodeId of ['nodeA', 'nodeB']) nodes.push(await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId }, handlers, upstream));
+      for (const nodeId of ['nodeA', 'nodeB'])
+        nodes.push(
+          await startTestGateway(
+            { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId },
+            handlers,
+            upstream,
+          ),
+        );
       const [a, b] = nodes;
       const query = `user=ann&q=${++queries}`;
       const { client, hello } = await WsClient.hello(a.wsUrl, { path: '/one', query, protocols: optInProtocols() });
       clients.push(client);
       const token = resumeOf(hello).token;
       await dropConnection(client);
-      const other = await WsClient.hello(b.wsUrl, { path: '/two', query: `user=eve&q=${++queries}`, protocols: resumeProtocols(token) });
+      const other = await WsClient.hello(b.wsUrl, {
+        path: '/two',
+        query: `user=eve&q=${++queries}`,
+        protocols: resumeProtocols(token),
+      });
       clients.push(other.client);
       expect(helloMeta(other.hello)).toMatchObject({ resumed: false });
       expect(other.hello[2]).toEqual({ user_id: 'eve' });
-      const same = await WsClient.hello(b.wsUrl, { path: '/one', query: `user=x&q=${++queries}`, protocols: resumeProtocols(token) });
+      const same = await WsClient.hello(b.wsUrl, {
+        path: '/one',
+        query: `user=x&q=${++queries}`,
+        protocols: resumeProtocols(token),
+      });
       clients.push(same.client);
       expect(helloMeta(same.hello)).toMatchObject({ resumed: true });
       expect(same.hello[2]).toEqual({ user_id: 'ann' });
@@ -360,11 +428,14 @@ handlers:
       await redis.kill();
     });
 
-    it('the holder writes its sessions\' records again: they resume on another node with their subscriptions', async () => {
+    it("the holder writes its sessions' records again: they resume on another node with their subscriptions", async () => {
       redis = await RedisServer.start();
       upstream = await FakeUpstream.start();
       const prefix = randomPrefix();
-      for (const nodeId of ['nodeA', 'nodeB']) nodes.push(await startTestGateway({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId }, undefined, upstream));
+      for (const nodeId of ['nodeA', 'nodeB'])
+        nodes.push(
+          await startTestGateway({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId }, undefined, upstream),
+        );
       const [a, b] = nodes;
       const { client, resume: first, cid } = await optIn(a, upstream, 'ann');
       await put(b, `/v1/connection/${cid}/subscriptions/t1`);
@@ -375,7 +446,11 @@ handlers:
       await untilRedisState(b.apiUrl, 'up');
       const probe = new Redis(redis.url);
       try {
-        await untilRedisHas(probe, async (r) => (await r.hget(`${prefix}rs:${cid}`, 't:t1')) !== null, 'the record written again');
+        await untilRedisHas(
+          probe,
+          async (r) => (await r.hget(`${prefix}rs:${cid}`, 't:t1')) !== null,
+          'the record written again',
+        );
       } finally {
         probe.disconnect();
       }
@@ -396,7 +471,11 @@ handlers:
       upstream = await FakeUpstream.start();
       prefix = randomPrefix();
       cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '20s' });
-      watchNode = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', RESUME_WINDOW: '20s' }, undefined, upstream);
+      watchNode = await startTestGateway(
+        { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', RESUME_WINDOW: '20s' },
+        undefined,
+        upstream,
+      );
     });
     afterEach(async () => {
       await cluster.close();
@@ -429,7 +508,12 @@ handlers:
       // Once the dead node is reaped (≤ 15 s), its presence is gone, and ann's stayed.
       const redis = new Redis(TEST_REDIS_URL);
       try {
-        await untilRedisHas(redis, async (r) => (await r.sismember(`${prefix}nodes`, 'nodeK')) === 0, 'nodeK reaped', 20_000);
+        await untilRedisHas(
+          redis,
+          async (r) => (await r.sismember(`${prefix}nodes`, 'nodeK')) === 0,
+          'nodeK reaped',
+          20_000,
+        );
       } finally {
         redis.disconnect();
       }
@@ -461,7 +545,11 @@ handlers:
       const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 2 } }]);
-      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { bob: { status_register: [expect.any(Number), 'offline'] }, carl: { status_register: [0, 'offline'] } }]);
+      expect(await again.next()).toEqual([
+        'lattice',
+        { namespace: 'gateway.user' },
+        { bob: { status_register: [expect.any(Number), 'offline'] }, carl: { status_register: [0, 'offline'] } },
+      ]);
       await publish(watchNode, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       await publish(watchNode, 't2', 'while-detached');
@@ -490,21 +578,28 @@ handlers:
     it.each([
       ['/v1/connection/<cid>', (cid: string) => `/v1/connection/${cid}`],
       ['/v1/user/ann/connections', () => '/v1/user/ann/connections'],
-    ])('DELETE %s of a session whose node drained ends it: its token resumes nothing', async (_, path) => {
-      const nodeD = await cluster.start('nodeD');
-      const ann = await optIn(nodeD, upstream, 'ann');
-      nodeD.kill('SIGTERM');
-      expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
-      await nodeD.exit(5000);
-      expect((await api(watchNode.apiUrl, 'DELETE', path(ann.cid))).status).toBe(204);
-      const { hello } = await resume(watchNode, 'ann', ann.resume.token);
-      expect(helloMeta(hello)).toMatchObject({ resumed: false });
-      expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
-    }, 60_000);
+    ])(
+      'DELETE %s of a session whose node drained ends it: its token resumes nothing',
+      async (_, path) => {
+        const nodeD = await cluster.start('nodeD');
+        const ann = await optIn(nodeD, upstream, 'ann');
+        nodeD.kill('SIGTERM');
+        expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
+        await nodeD.exit(5000);
+        expect((await api(watchNode.apiUrl, 'DELETE', path(ann.cid))).status).toBe(204);
+        const { hello } = await resume(watchNode, 'ann', ann.resume.token);
+        expect(helloMeta(hello)).toMatchObject({ resumed: false });
+        expect((await scrapeMetrics(watchNode.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
+      },
+      60_000,
+    );
 
     it('node death with nobody resuming: the user stays present until the window ends, then offline', async () => {
       await cluster.close();
-      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '3s', NEW_CONNECTION_IDLE_TIMEOUT: '1s' });
+      cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, {
+        RESUME_WINDOW: '3s',
+        NEW_CONNECTION_IDLE_TIMEOUT: '1s',
+      });
       const nodeK = await cluster.start('nodeK');
       const watcher = await watcherOf(watchNode, upstream, 'ann');
       const { cid, resume: first } = await optIn(nodeK, upstream, 'ann');
@@ -514,7 +609,12 @@ handlers:
       const redis = new Redis(TEST_REDIS_URL);
       let detachedAt: number;
       try {
-        await untilRedisHas(redis, async (r) => (await r.zscore(`${prefix}ro`, cid)) !== null, 'the orphaned session', 20_000);
+        await untilRedisHas(
+          redis,
+          async (r) => (await r.zscore(`${prefix}ro`, cid)) !== null,
+          'the orphaned session',
+          20_000,
+        );
         detachedAt = Date.now();
       } finally {
         redis.disconnect();

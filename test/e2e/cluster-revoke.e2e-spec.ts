@@ -35,7 +35,9 @@ interface Node {
 
 /** The connection id in the authorization request made with `query`. */
 async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
-  const auth = await upstream.nextRequest((r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query);
+  const auth = await upstream.nextRequest(
+    (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
+  );
   return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
 
@@ -57,7 +59,11 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
   });
 
-  async function optIn(node: Node, upstream: FakeUpstream, user: string): Promise<{ client: WsClient; token: string; cid: string }> {
+  async function optIn(
+    node: Node,
+    upstream: FakeUpstream,
+    user: string,
+  ): Promise<{ client: WsClient; token: string; cid: string }> {
     const query = `user=${user}&q=${++queries}`;
     const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
     clients.push(client);
@@ -69,11 +75,17 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
    * A socket whose session ended before its hello (closed 4403 first) did not resume.
    */
   async function resume(node: Node, user: string, token: string, onOpen = (): void => undefined): Promise<Attempt> {
-    const client = await WsClient.connect(node.wsUrl, { query: `user=${user}-new&q=${++queries}`, protocols: resumeProtocols(token) });
+    const client = await WsClient.connect(node.wsUrl, {
+      query: `user=${user}-new&q=${++queries}`,
+      protocols: resumeProtocols(token),
+    });
     clients.push(client);
     // The upgrade is answered before the takeover runs (cluster mode): a DELETE sent now meets it in Redis.
     onOpen();
-    const first = await Promise.race([client.next(CLOSE_WAIT_MS).catch(() => null), client.closed(CLOSE_WAIT_MS).catch(() => null)]);
+    const first = await Promise.race([
+      client.next(CLOSE_WAIT_MS).catch(() => null),
+      client.closed(CLOSE_WAIT_MS).catch(() => null),
+    ]);
     // Neither a hello nor a close: counted as resumed (the socket must then close once the session ends).
     if (first === null) return { client, isResumed: true, token: '' };
     if (!Array.isArray(first)) return { client, isResumed: false, token: '' };
@@ -85,10 +97,17 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
    * (empty: it ended). Tokens first: a session that still resumes needs no
    * wait for its sockets.
    */
-  async function survivals(nodes: readonly Node[], user: string, sockets: readonly WsClient[], tokens: readonly string[], topic?: string): Promise<string[]> {
+  async function survivals(
+    nodes: readonly Node[],
+    user: string,
+    sockets: readonly WsClient[],
+    tokens: readonly string[],
+    topic?: string,
+  ): Promise<string[]> {
     // Published after the 204: no socket of the session may get it (once closed, none can).
     const seenBefore = sockets.map((socket) => socket.frames.length);
-    if (topic !== undefined) expect((await api(nodes[0].apiUrl, 'POST', `/v1/publish/${topic}`, { after: 'delete' })).status).toBe(204);
+    if (topic !== undefined)
+      expect((await api(nodes[0].apiUrl, 'POST', `/v1/publish/${topic}`, { after: 'delete' })).status).toBe(204);
     for (const [i, token] of tokens.entries()) {
       if (token === '') continue;
       for (const node of nodes) {
@@ -102,7 +121,8 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       const closed = await socket.closed(CLOSE_WAIT_MS).catch(() => null);
       if (closed === null) found.push(`socket ${i} still open`);
       else if (![4403, 4409, 1005, 1006].includes(closed.code)) found.push(`socket ${i} closed with ${closed.code}`);
-      if (socket.frames.slice(seenBefore[i]).some((frame) => frame[0] === 'message')) found.push(`socket ${i} got a message published after the 204`);
+      if (socket.frames.slice(seenBefore[i]).some((frame) => frame[0] === 'message'))
+        found.push(`socket ${i} got a message published after the 204`);
     }
     return found;
   }
@@ -134,7 +154,8 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       // Vary which request leaves first: both at once, the DELETE once the resume's upgrade is answered
       // (just before its takeover), or the resume a few turns of the event loop after the DELETE.
       const lead = round % 3;
-      const ticks = (n: number) => new Promise<void>((resolve) => (n === 0 ? resolve() : setImmediate(() => void ticks(n - 1).then(resolve))));
+      const ticks = (n: number) =>
+        new Promise<void>((resolve) => (n === 0 ? resolve() : setImmediate(() => void ticks(n - 1).then(resolve))));
       let sendDelete!: () => void;
       const deleteSent = new Promise<void>((resolve) => (sendDelete = resolve));
       if (lead !== 1) sendDelete();
@@ -192,7 +213,8 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
             const attempt = await resume(flip % 2 === 0 ? b : a, user, token);
             if (!attempt.isResumed) return void (await attempt.client.close());
             resumedSockets.push(attempt.client);
-            if (isAfterDelete) return void escapes.push(`session ${s}: a resume started after the 204 succeeded (flip ${flip})`);
+            if (isAfterDelete)
+              return void escapes.push(`session ${s}: a resume started after the 204 succeeded (flip ${flip})`);
             token = attempt.token;
           }
           escapes.push(`session ${s}: still resuming after 60 flips, no DELETE answered`);
@@ -200,16 +222,21 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
         // The backend: DELETE through A, B or a third node while the client flips (after a few flips).
         await Promise.race([flipped, flipper]);
         const apiNode = [a, b, x][s % 3];
-        const res = await api(apiNode.apiUrl, 'DELETE', s % 2 === 0 ? `/v1/connection/${born.cid}` : `/v1/user/${user}/connections`);
+        const res = await api(
+          apiNode.apiUrl,
+          'DELETE',
+          s % 2 === 0 ? `/v1/connection/${born.cid}` : `/v1/user/${user}/connections`,
+        );
         if (res.status !== 204) escapes.push(`session ${s}: DELETE answered ${res.status} ${res.text}`);
         deletedAt = Date.now();
         await flipper;
-        for (const why of await survivals([x, a, b], user, resumedSockets, [token], `flips${s}`)) escapes.push(`session ${s}: ${why}`);
+        for (const why of await survivals([x, a, b], user, resumedSockets, [token], `flips${s}`))
+          escapes.push(`session ${s}: ${why}`);
       }
       expect({ sessions, escapes }).toEqual({ sessions, escapes: [] });
     }, 60_000);
 
-    it('a stale holder that gets the DELETE first sends the session\'s end to the node that took it over', async () => {
+    it("a stale holder that gets the DELETE first sends the session's end to the node that took it over", async () => {
       const born = await optIn(a, c.upstream, 'stale');
       await put(x, `/v1/connection/${born.cid}/subscriptions/stale-room`);
       const resumed = await resume(b, 'stale', born.token);
@@ -229,7 +256,11 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       upstream = await FakeUpstream.start();
       const prefix = randomPrefix();
       cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix);
-      apiNode = await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', LOG_LEVEL: 'warn' }, undefined, upstream);
+      apiNode = await startTestGateway(
+        { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', LOG_LEVEL: 'warn' },
+        undefined,
+        upstream,
+      );
     });
     afterEach(async () => {
       await Promise.all(clients.splice(0).map((client) => client.close()));
@@ -244,7 +275,10 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       holder.kill('SIGSTOP');
       try {
         const res = await api(apiNode.apiUrl, 'DELETE', `/v1/connection/${held.cid}`);
-        expect([res.status, res.status === 503 ? res.json() : res.text]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
+        expect([res.status, res.status === 503 ? res.json() : res.text]).toEqual([
+          503,
+          { error: 'cluster_unavailable', message: expect.any(String) },
+        ]);
         // Not confirmed, but recorded: no node takes the session over meanwhile.
         expect(await survivals([apiNode], 'paused', [], [held.token])).toEqual([]);
       } finally {
@@ -273,7 +307,11 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       isCut = false;
       proxy = await TcpProxy.start(() => (isCut ? [] : [redisPort]));
       const env = { REDIS_PREFIX: prefix, LOG_LEVEL: 'warn' };
-      a = await startTestGateway({ ...env, NODE_ID: 'nodeA', REDIS_URL: `redis://127.0.0.1:${proxy.port}` }, undefined, upstream);
+      a = await startTestGateway(
+        { ...env, NODE_ID: 'nodeA', REDIS_URL: `redis://127.0.0.1:${proxy.port}` },
+        undefined,
+        upstream,
+      );
       b = await startTestGateway({ ...env, NODE_ID: 'nodeB', REDIS_URL: TEST_REDIS_URL }, undefined, upstream);
       nodes.push(a, b);
     });
@@ -291,7 +329,10 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
     }
 
     function expectUnavailable(res: ApiResponse): void {
-      expect([res.status, res.status === 503 ? res.json() : res.text]).toEqual([503, { error: 'cluster_unavailable', message: expect.any(String) }]);
+      expect([res.status, res.status === 503 ? res.json() : res.text]).toEqual([
+        503,
+        { error: 'cluster_unavailable', message: expect.any(String) },
+      ]);
     }
 
     it('a session held by a healthy node: 503 through the cut-off node, then 204 through another; no resume after', async () => {
@@ -319,7 +360,8 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
           const res = await api(b.apiUrl, 'DELETE', `/v1/connection/${session.cid}`);
           if (res.status === 204) break;
           expectUnavailable(res);
-          if (Date.now() > deadline) throw new Error('timed out after 20000 ms waiting for a 204 through the healthy node');
+          if (Date.now() > deadline)
+            throw new Error('timed out after 20000 ms waiting for a 204 through the healthy node');
           await new Promise((resolve) => setTimeout(resolve, 200)); // pacing retries, as a backend does
         }
       }
@@ -328,7 +370,9 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       // The holder comes back: what it still held of the ended sessions ends there too (4403), never as orphans.
       isCut = false;
       await untilRedisState(a.apiUrl, 'up', 15_000);
-      expect(await survivals([b, a], 'ona', [first.client, second.client], [first.token, second.token], 'kept')).toEqual([]);
+      expect(
+        await survivals([b, a], 'ona', [first.client, second.client], [first.token, second.token], 'kept'),
+      ).toEqual([]);
       const redis = new Redis(TEST_REDIS_URL);
       try {
         expect(await redis.zscore(`${prefix}ro`, first.cid)).toBeNull();

@@ -4,7 +4,16 @@ import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
 import { RedisServer } from './harness/redis-server';
-import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
+import {
+  Position,
+  ResumeMeta,
+  dropConnection,
+  helloMeta,
+  optInProtocols,
+  positionOf,
+  resumeOf,
+  resumeProtocols,
+} from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 
 /**
@@ -33,7 +42,10 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await redis?.kill();
   });
 
-  async function optIn(node: TestGateway, user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
+  async function optIn(
+    node: TestGateway,
+    user: string,
+  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
     const query = `user=${user}&o=${Math.random()}`;
     const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
     return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
@@ -50,7 +62,9 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
   }
 
   async function update(node: TestGateway, n: number): Promise<void> {
-    const res = await api(node.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { members_set: [`u${n}`], seen_counter: n } } });
+    const res = await api(node.apiUrl, 'POST', '/v1/lattice/rooms', {
+      shared: { r1: { members_set: [`u${n}`], seen_counter: n } },
+    });
     expect([n, res.status, res.text]).toEqual([n, 204, '']);
   }
 
@@ -66,7 +80,11 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
 
   async function expectNothingMore(client: WsClient): Promise<void> {
     const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+      'result',
+      { request_id: requestId },
+      { args: [], kwargs: {} },
+    ]);
   }
 
   async function frames(client: WsClient, count: number): Promise<Frame[]> {
@@ -108,7 +126,9 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
       expect(after.map(([offset]) => offset)).toEqual([1, 2, 3]);
       await expectNothingMore(resumable.client);
     }
-    const rollbacks = await Promise.all([a, b].map(async (node) => (await scrapeMetrics(node.apiUrl)).value('gateway_redis_rollbacks_total')));
+    const rollbacks = await Promise.all(
+      [a, b].map(async (node) => (await scrapeMetrics(node.apiUrl)).value('gateway_redis_rollbacks_total')),
+    );
     expect(rollbacks).toEqual([1, 1]);
   });
 
@@ -127,10 +147,16 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await rollBack();
 
     // Ahead of what Redis holds now, in the same epoch (ann saw 5, Redis says 3): lost, nothing replayed.
-    const annBack = await a.hello({ query: 'user=ann-resume', protocols: resumeProtocols(ann.resume.token, { room: seenByAnn[4] }) });
+    const annBack = await a.hello({
+      query: 'user=ann-resume',
+      protocols: resumeProtocols(ann.resume.token, { room: seenByAnn[4] }),
+    });
     expect(helloMeta(annBack.hello)).toMatchObject({ resumed: true, lost: ['room'] });
     // Behind it (bob offers 3): what came after 3 is not in the history either: lost.
-    const bobBack = await b.hello({ query: 'user=bob-resume', protocols: resumeProtocols(bob.resume.token, { room: seenByBob[2] }) });
+    const bobBack = await b.hello({
+      query: 'user=bob-resume',
+      protocols: resumeProtocols(bob.resume.token, { room: seenByBob[2] }),
+    });
     expect(helloMeta(bobBack.hello)).toMatchObject({ resumed: true, lost: ['room'] });
     // Live traffic goes on, in the new epoch, for both.
     await publish(a, 6);
@@ -168,7 +194,10 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
         const r1 = (data as { r1?: { members_set?: string[]; seen_counter?: number } }).r1 ?? {};
         const seen = { r1: { members_set: [...(r1.members_set ?? [])].sort(), seen_counter: r1.seen_counter } };
         if (JSON.stringify(seen) === JSON.stringify(all)) break;
-        if (Date.now() > deadline) throw new Error(`a subscriber on ${node.apiUrl} still sees ${JSON.stringify(seen)} 5 s after the rollback; expected ${JSON.stringify(all)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `a subscriber on ${node.apiUrl} still sees ${JSON.stringify(seen)} 5 s after the rollback; expected ${JSON.stringify(all)}`,
+          );
       }
     }
   });

@@ -43,7 +43,9 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     const query = `user=${user}&o=${Math.random()}`;
     const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
     cluster.clients.push(client);
-    const auth = await upstream.nextRequest((r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query);
+    const auth = await upstream.nextRequest(
+      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
+    );
     return { client, token: resumeOf(hello).token, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
   }
 
@@ -59,7 +61,10 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     for (;;) {
       const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
       if (res.status === 204) return;
-      if (Date.now() > deadline) throw new Error(`publish ${n} through ${node.apiUrl} not acknowledged within ${RECOVERY_MS} ms after the promotion: last ${res.status} ${res.text}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `publish ${n} through ${node.apiUrl} not acknowledged within ${RECOVERY_MS} ms after the promotion: last ${res.status} ${res.text}`,
+        );
       expect([res.status, JSON.parse(res.text).error]).toEqual([503, 'cluster_unavailable']);
       await new Promise((resolve) => setTimeout(resolve, 100)); // pacing retries, as a backend does
     }
@@ -70,7 +75,11 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     const legacyA = await cluster.hello(a, 'lee');
     const legacyB = await cluster.hello(b, 'lou');
     const ann = await optIn(a, 'ann');
-    for (const [cid, via] of [[legacyA.cid, b], [legacyB.cid, a], [ann.cid, b]] as const) {
+    for (const [cid, via] of [
+      [legacyA.cid, b],
+      [legacyB.cid, a],
+      [ann.cid, b],
+    ] as const) {
       expect((await api(via.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room`)).status).toBe(204);
     }
     for (let n = 1; n <= 3; n++) await publishAcknowledged(n % 2 ? a : b, n);
@@ -85,9 +94,14 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     for (let n = 6; n <= 8; n++) await publishAcknowledged(n % 2 ? a : b, n);
 
     for (const legacy of [legacyA, legacyB]) {
-      expect(await frames(legacy.client, 8)).toEqual([1, 2, 3, 4, 5, 6, 7, 8].map((n) => ['message', { topic: 'room' }, { n }]));
+      expect(await frames(legacy.client, 8)).toEqual(
+        [1, 2, 3, 4, 5, 6, 7, 8].map((n) => ['message', { topic: 'room' }, { n }]),
+      );
     }
-    const back = await WsClient.hello(a.wsUrl, { query: 'user=ann-back', protocols: resumeProtocols(ann.token, { room: seenByAnn[4] }) });
+    const back = await WsClient.hello(a.wsUrl, {
+      query: 'user=ann-back',
+      protocols: resumeProtocols(ann.token, { room: seenByAnn[4] }),
+    });
     cluster.clients.push(back.client);
     expect(helloMeta(back.hello)).toMatchObject({ resumed: true, lost: ['room'] });
     await publishAcknowledged(b, 9);
@@ -98,12 +112,21 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
   it('with REDIS_WAIT_REPLICAS=1, writes made while the replica is cut off answer 503 cluster_unavailable, none 204', async () => {
     const [a, b] = await start({ REDIS_WAIT_REPLICAS: '1', REDIS_WAIT_TIMEOUT: '200ms' });
     expect((await api(a.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n: 1 }))).status).toBe(204);
-    expect((await api(b.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: 1 } } })).status).toBe(204);
+    expect((await api(b.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: 1 } } })).status).toBe(
+      204,
+    );
     await sentinel.cutReplica();
     for (let n = 2; n <= 5; n++) {
       const node = n % 2 ? a : b;
-      for (const res of [await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n })), await api(node.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: n } } })]) {
-        expect([n, res.status, (JSON.parse(res.text) as { error: string }).error]).toEqual([n, 503, 'cluster_unavailable']);
+      for (const res of [
+        await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n })),
+        await api(node.apiUrl, 'POST', '/v1/lattice/rooms', { shared: { r1: { seen_counter: n } } }),
+      ]) {
+        expect([n, res.status, (JSON.parse(res.text) as { error: string }).error]).toEqual([
+          n,
+          503,
+          'cluster_unavailable',
+        ]);
       }
     }
     // The replica back in sync: acknowledged again.

@@ -15,7 +15,8 @@ function entries(t: TestGateway): Entry[] {
 
 /** The first log entry with `msg` and the given fields, within 2 s. */
 function logged(t: TestGateway, msg: string, fields: Entry = {}): Promise<Entry> {
-  const matches = (entry: Entry): boolean => entry.msg === msg && Object.entries(fields).every(([key, value]) => entry[key] === value);
+  const matches = (entry: Entry): boolean =>
+    entry.msg === msg && Object.entries(fields).every(([key, value]) => entry[key] === value);
   return waitFor(() => entries(t).find(matches), `a "${msg}" log line with ${JSON.stringify(fields)}`);
 }
 
@@ -36,22 +37,40 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
   describe('at LOG_LEVEL=debug', () => {
     beforeEach(async () => (t = await startTestGateway({ LOG_LEVEL: 'debug', BACKEND_API_TOKEN: API_TOKEN })));
 
-    it('logs one line per /v1 request with method, route, status, duration and the caller\'s request id, echoed in the response', async () => {
-      const res = await api(t.apiUrl, 'POST', '/v1/publish/room/1', { text: 'SECRET_PUBLISHED_BODY' }, { ...BEARER, 'X-Request-Id': 'req-42' });
+    it("logs one line per /v1 request with method, route, status, duration and the caller's request id, echoed in the response", async () => {
+      const res = await api(
+        t.apiUrl,
+        'POST',
+        '/v1/publish/room/1',
+        { text: 'SECRET_PUBLISHED_BODY' },
+        { ...BEARER, 'X-Request-Id': 'req-42' },
+      );
       expect(res.status).toBe(204);
       expect(res.headers.get('x-request-id')).toBe('req-42');
       const line = await logged(t, 'backend api request', { request_id: 'req-42' });
-      expect(line).toMatchObject({ level: 'debug', method: 'POST', route: 'publish', path: '/v1/publish/room/1', status: 204 });
+      expect(line).toMatchObject({
+        level: 'debug',
+        method: 'POST',
+        route: 'publish',
+        path: '/v1/publish/room/1',
+        status: 204,
+      });
       expect(typeof line.duration_ms).toBe('number');
       expect(t.logs.join('\n')).not.toMatch(/SECRET_PUBLISHED_BODY|SECRET_API_TOKEN_VALUE/);
     });
 
     it('generates a request id when the caller sends none, and gives one to a refused request too', async () => {
-      const res = await api(t.apiUrl, 'PUT', '/v1/connection/abc/subscriptions/room', undefined, { Authorization: 'Bearer wrong' });
+      const res = await api(t.apiUrl, 'PUT', '/v1/connection/abc/subscriptions/room', undefined, {
+        Authorization: 'Bearer wrong',
+      });
       expect(res.status).toBe(401);
       const id = res.headers.get('x-request-id');
       expect(id).toMatch(UUID);
-      expect(await logged(t, 'backend api request', { request_id: id })).toMatchObject({ method: 'PUT', route: 'topic_subscribe', status: 401 });
+      expect(await logged(t, 'backend api request', { request_id: id })).toMatchObject({
+        method: 'PUT',
+        route: 'topic_subscribe',
+        status: 401,
+      });
       expect(t.logs.join('\n')).not.toContain('wrong');
     });
 
@@ -64,7 +83,11 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
       const ok = await logged(t, 'call', { method: 'room.send' });
       expect(ok).toMatchObject({ level: 'debug', connection_id: cid, destination: 'default', outcome: 'ok' });
       expect(typeof ok.duration_ms).toBe('number');
-      expect(await logged(t, 'call', { method: 'room.fail' })).toMatchObject({ connection_id: cid, outcome: 'http_500', cause: 'status 500' });
+      expect(await logged(t, 'call', { method: 'room.fail' })).toMatchObject({
+        connection_id: cid,
+        outcome: 'http_500',
+        cause: 'status 500',
+      });
       expect(t.logs.join('\n')).not.toMatch(/SECRET_(ARG|KWARG|RESULT|ERROR_BODY)/);
     });
   });
@@ -85,9 +108,25 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
 
   describe('the "authorization failed" warning names the destination and the cause', () => {
     it.each<[string, () => Promise<Record<string, string>>, (t: TestGateway) => void, string]>([
-      ['a status', async () => ({}), (g) => void g.upstream.on('POST /gateway/authorize_connection', { status: 403, json: { error: 'SECRET_REFUSAL' } }), 'status 403'],
-      ['a timeout', async () => ({ UPSTREAM_TIMEOUT: '200ms' }), (g) => void g.upstream.on('POST /gateway/authorize_connection', 'hang'), 'timeout'],
-      ['a refused connection', async () => ({ UPSTREAM_URL: `http://127.0.0.1:${await closedPort()}` }), () => undefined, 'refused'],
+      [
+        'a status',
+        async () => ({}),
+        (g) =>
+          void g.upstream.on('POST /gateway/authorize_connection', { status: 403, json: { error: 'SECRET_REFUSAL' } }),
+        'status 403',
+      ],
+      [
+        'a timeout',
+        async () => ({ UPSTREAM_TIMEOUT: '200ms' }),
+        (g) => void g.upstream.on('POST /gateway/authorize_connection', 'hang'),
+        'timeout',
+      ],
+      [
+        'a refused connection',
+        async () => ({ UPSTREAM_URL: `http://127.0.0.1:${await closedPort()}` }),
+        () => undefined,
+        'refused',
+      ],
       ['a DNS error', async () => ({ UPSTREAM_URL: 'http://gateway-test-host.invalid:8000' }), () => undefined, 'dns'],
     ])('for %s', async (_case, env, script, cause) => {
       t = await startTestGateway({ LOG_LEVEL: 'info', ...(await env()) });
@@ -107,7 +146,15 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
     it('exports no cluster-only metric (no gateway_redis_up 0 to trip a "Redis down" alert)', async () => {
       const metrics = await scrapeMetrics(t.apiUrl);
       expect(metrics.families.has('gateway_connections')).toBe(true);
-      for (const name of ['gateway_redis_up', 'gateway_redis_reconnects_total', 'gateway_redis_failovers_total', 'gateway_redis_command_duration_seconds', 'gateway_broker_messages_total', 'gateway_broker_messages_dropped_total', 'gateway_lattice_repairs_total']) {
+      for (const name of [
+        'gateway_redis_up',
+        'gateway_redis_reconnects_total',
+        'gateway_redis_failovers_total',
+        'gateway_redis_command_duration_seconds',
+        'gateway_broker_messages_total',
+        'gateway_broker_messages_dropped_total',
+        'gateway_lattice_repairs_total',
+      ]) {
         expect({ name, exported: metrics.families.has(name) }).toEqual({ name, exported: false });
       }
     });
@@ -117,7 +164,9 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
       await (await t.connect()).closed();
       const metrics = await scrapeMetrics(t.apiUrl);
       expect(metrics.get('gateway_auth_total{result="http_401"}')).toBe(1);
-      expect(metrics.get('gateway_upstream_requests_total{destination="default",kind="auth",outcome="http_401"}')).toBe(1);
+      expect(metrics.get('gateway_upstream_requests_total{destination="default",kind="auth",outcome="http_401"}')).toBe(
+        1,
+      );
     });
   });
 });

@@ -40,7 +40,13 @@ const { startDemo, startGatewayProcess, pageOrigins } = require('../../examples/
 
 const SCREENSHOT = path.join(PROJECT_ROOT, 'docs', 'demo.png');
 /** A one-second activity window: a closed page turns offline within about a second (SPEC §8). */
-const GATEWAY_ENV = { NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MAX_IDLE_TIMEOUT: '1s', LOG_FORMAT: 'json', LOG_LEVEL: 'info', SHUTDOWN_GRACE: '1s' };
+const GATEWAY_ENV = {
+  NEW_CONNECTION_IDLE_TIMEOUT: '1s',
+  CLIENT_MAX_IDLE_TIMEOUT: '1s',
+  LOG_FORMAT: 'json',
+  LOG_LEVEL: 'info',
+  SHUTDOWN_GRACE: '1s',
+};
 
 /**
  * Deliverable 2 of issue 13 in a real Chromium: the demo (`npm run demo`'s
@@ -72,7 +78,8 @@ describeInChromium('demo chat page in Chromium', () => {
     await demo?.stop();
   }, 30_000);
 
-  const open = (user: string, viewport?: { width: number; height: number }): Promise<Page> => joinChat(browser.context, demo.pageUrl, user, pageErrors, { viewport });
+  const open = (user: string, viewport?: { width: number; height: number }): Promise<Page> =>
+    joinChat(browser.context, demo.pageUrl, user, pageErrors, { viewport });
 
   it('lets two pages chat, shows presence and unread counts, survives a gateway restart, and shows a closed page going offline', async () => {
     const alice = await open('alice');
@@ -105,14 +112,22 @@ describeInChromium('demo chat page in Chromium', () => {
     // The gateway restarts: both pages reconnect by themselves, join again, and the chat goes on.
     const { publicPort, internalPort } = demo.gateway;
     await demo.gateway.stop();
-    for (const page of [alice, bob]) await page.waitForSelector('#status:not([data-status="connected"])', { timeout: UI_MS });
+    for (const page of [alice, bob])
+      await page.waitForSelector('#status:not([data-status="connected"])', { timeout: UI_MS });
     expect(await bob.getAttribute('#status', 'data-status')).toBe('reconnecting');
     const upstreamUrl = demo.pageUrl.replace(/\/$/, '');
     // The page is served from another port than the WebSocket's: its origin is listed (SPEC §1 same-origin default).
     const env = { ...GATEWAY_ENV, ALLOWED_ORIGINS: pageOrigins(upstreamUrl) };
-    restarted = await startGatewayProcess({ upstreamUrl, port: publicPort, apiPort: internalPort, env, onLine: (line) => gatewayLog.push(line) });
+    restarted = await startGatewayProcess({
+      upstreamUrl,
+      port: publicPort,
+      apiPort: internalPort,
+      env,
+      onLine: (line) => gatewayLog.push(line),
+    });
     // Full-jitter backoff: attempts within 1, 2, 4, 8 s of each other at worst.
-    for (const page of [alice, bob]) await page.waitForSelector('#status[data-status="connected"]', { timeout: 30_000 });
+    for (const page of [alice, bob])
+      await page.waitForSelector('#status[data-status="connected"]', { timeout: 30_000 });
     await alice.waitForSelector(member('bob', online), { timeout: UI_MS });
     await send(bob, 'Back online.');
     await alice.locator('#messages .message', { hasText: 'Back online.' }).waitFor({ timeout: UI_MS });

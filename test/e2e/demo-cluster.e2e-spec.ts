@@ -6,7 +6,9 @@ interface Demo {
   stop(): Promise<void>;
 }
 // The demo is plain JavaScript (examples/), loaded as `npm run demo -- --nodes 2` loads it; dist/ is built by the e2e globalSetup.
-const { startDemo } = require('../../examples/demo') as { startDemo: (options: Record<string, unknown>) => Promise<Demo> };
+const { startDemo } = require('../../examples/demo') as {
+  startDemo: (options: Record<string, unknown>) => Promise<Demo>;
+};
 
 /** Issue 10: `npm run demo -- --nodes 2` runs two Redis-backed nodes, and a chat between a client on each works. */
 describe('demo on two nodes', () => {
@@ -22,7 +24,9 @@ describe('demo on two nodes', () => {
 
   /** Connect `user` to node `n` and join the lobby; resolves once its join call answered. */
   async function joinOn(n: number, user: string): Promise<WsClient> {
-    const { client } = await WsClient.hello(`ws://127.0.0.1:${demo.gateways[n - 1].publicPort}`, { query: `user=${user}` });
+    const { client } = await WsClient.hello(`ws://127.0.0.1:${demo.gateways[n - 1].publicPort}`, {
+      query: `user=${user}`,
+    });
     clients.push(client);
     client.send(['chat.join', { request_id: 1 }, ['lobby'], {}]);
     for (;;) {
@@ -40,7 +44,11 @@ describe('demo on two nodes', () => {
     for (;;) {
       const frame = await bob.next(5000);
       if (frame[0] !== 'message') continue;
-      expect(frame).toEqual(['message', { topic: 'rooms.lobby' }, expect.objectContaining({ user: 'alice', text: 'hi from node 1' })]);
+      expect(frame).toEqual([
+        'message',
+        { topic: 'rooms.lobby' },
+        expect.objectContaining({ user: 'alice', text: 'hi from node 1' }),
+      ]);
       break;
     }
   });

@@ -9,7 +9,12 @@ import { TcpProxy } from './harness/tcp-proxy';
 
 // The demo is plain JavaScript (examples/): its backend, page build and origin rule, as `npm run demo` uses them.
 const { startChatBackend } = require('../../examples/chat-backend') as {
-  startChatBackend: (options: { port: number; page: unknown; apiUrl: () => string; gatewayPort: (query: URLSearchParams) => number | undefined }) => Promise<Server>;
+  startChatBackend: (options: {
+    port: number;
+    page: unknown;
+    apiUrl: () => string;
+    gatewayPort: (query: URLSearchParams) => number | undefined;
+  }) => Promise<Server>;
 };
 const { buildChatPage } = require('../../examples/chat-page/build') as { buildChatPage: () => Promise<unknown> };
 const { pageOrigins } = require('../../examples/demo') as { pageOrigins: (backendUrl: string) => string };
@@ -63,7 +68,11 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
   let sender: { stop(): Promise<string[]> } | null = null;
   const pageErrors: string[] = [];
 
-  const liveNodes = (first: number): ChildGateway[] => [first, 1 - first].filter((n) => !isDown[n]).map((n) => nodes[n]).filter((node) => node !== null);
+  const liveNodes = (first: number): ChildGateway[] =>
+    [first, 1 - first]
+      .filter((n) => !isDown[n])
+      .map((n) => nodes[n])
+      .filter((node) => node !== null);
 
   async function startNode(n: number): Promise<void> {
     nodes[n] = await ChildGateway.start(
@@ -144,7 +153,8 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
   function pagesOn(n: number, pages: Page[]): Page[] {
     return pages.filter((_, i) => proxies[i].connectionsTo(nodes[n]!.publicPort) > 0);
   }
-  const namesOn = (n: number, pages: Page[]): string[] => pagesOn(n, pages).map((page) => (page === pages[0] ? 'alice' : 'bob'));
+  const namesOn = (n: number, pages: Page[]): string[] =>
+    pagesOn(n, pages).map((page) => (page === pages[0] ? 'alice' : 'bob'));
 
   /** SIGTERM node `n`, await its exit, start it again with the same NODE_ID; then every page it served has reconnected. */
   async function restart(n: number, pages: Page[]): Promise<number> {
@@ -157,7 +167,11 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
     await startNode(n);
     isDown[n] = false;
     for (const page of served) {
-      await page.waitForFunction(`window.__statuses.some((s) => s !== 'connected') && document.querySelector('#status').dataset.status === 'connected'`, undefined, { timeout: RESTART_MS });
+      await page.waitForFunction(
+        `window.__statuses.some((s) => s !== 'connected') && document.querySelector('#status').dataset.status === 'connected'`,
+        undefined,
+        { timeout: RESTART_MS },
+      );
     }
     return served.length;
   }
@@ -169,7 +183,10 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
   it('loses no message and never shows the other user offline while every node restarts', async () => {
     const ctx = browser!.context;
     const alice = await joinChat(ctx, `${backendUrl}/?node=1`, 'alice', pageErrors, { initScript: RECORDER });
-    const bob = await joinChat(ctx, `${backendUrl}/?node=2`, 'bob', pageErrors, { initScript: RECORDER, viewport: { width: 390, height: 740 } });
+    const bob = await joinChat(ctx, `${backendUrl}/?node=2`, 'bob', pageErrors, {
+      initScript: RECORDER,
+      viewport: { width: 390, height: 740 },
+    });
     for (const page of [alice, bob]) {
       await page.waitForSelector(member('alice', ONLINE), { timeout: UI_MS });
       await page.waitForSelector(member('bob', ONLINE), { timeout: UI_MS });
@@ -178,7 +195,8 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
     expect([namesOn(0, [alice, bob]), namesOn(1, [alice, bob])]).toEqual([['alice'], ['bob']]);
 
     sender = startSender();
-    for (const page of [alice, bob]) await page.locator('#messages .message .text', { hasText: /^carol says 1$/ }).waitFor({ timeout: UI_MS });
+    for (const page of [alice, bob])
+      await page.locator('#messages .message .text', { hasText: /^carol says 1$/ }).waitFor({ timeout: UI_MS });
     // The rolling restart: node 1 (alice's), then node 2 (bob's, and alice's since node 1 stopped, unless she came back to node 1).
     expect(await restart(0, [alice, bob])).toBeGreaterThanOrEqual(1);
     expect(await restart(1, [alice, bob])).toBeGreaterThanOrEqual(1);
@@ -195,7 +213,10 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
     }
 
     // Presence did not flap: neither page ever showed the other (or itself) offline.
-    expect({ alice: await alice.evaluate('window.__offlineSeen'), bob: await bob.evaluate('window.__offlineSeen') }).toEqual({ alice: [], bob: [] });
+    expect({
+      alice: await alice.evaluate('window.__offlineSeen'),
+      bob: await bob.evaluate('window.__offlineSeen'),
+    }).toEqual({ alice: [], bob: [] });
     expect(pageErrors).toEqual([]);
   }, 180_000);
 });

@@ -21,9 +21,12 @@ function freePort(): Promise<number> {
 async function untilListening(port: number, demo: ChildProcess, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
-    if (demo.exitCode !== null || demo.signalCode !== null) throw new Error(`the demo exited (${demo.exitCode ?? demo.signalCode}) before its page port listened`);
+    if (demo.exitCode !== null || demo.signalCode !== null)
+      throw new Error(`the demo exited (${demo.exitCode ?? demo.signalCode}) before its page port listened`);
     const isUp = await new Promise<boolean>((resolve) => {
-      const socket = net.connect(port, '127.0.0.1', () => socket.end(() => resolve(true))).once('error', () => resolve(false));
+      const socket = net
+        .connect(port, '127.0.0.1', () => socket.end(() => resolve(true)))
+        .once('error', () => resolve(false));
     });
     if (isUp) return;
     if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for the demo page port ${port}`);
@@ -52,17 +55,28 @@ describe('demo start-up', () => {
     const backendPort = await freePort();
     demo = spawn(process.execPath, [DEMO_JS], {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? '', PORT: '0', BACKEND_API_PORT: '0', DEMO_BACKEND_PORT: String(backendPort), LOG_FORMAT: 'json', LOG_LEVEL: 'info' },
+      env: {
+        PATH: process.env.PATH ?? '',
+        PORT: '0',
+        BACKEND_API_PORT: '0',
+        DEMO_BACKEND_PORT: String(backendPort),
+        LOG_FORMAT: 'json',
+        LOG_LEVEL: 'info',
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     demo.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
     demo.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
-    const exit = new Promise<string>((resolve) => demo.once('exit', (code, signal) => resolve(`the demo exited (${code ?? signal}): ${output.slice(-2000)}`)));
+    const exit = new Promise<string>((resolve) =>
+      demo.once('exit', (code, signal) => resolve(`the demo exited (${code ?? signal}): ${output.slice(-2000)}`)),
+    );
 
     await untilListening(backendPort, demo, 15_000);
     const pageUrl = `http://127.0.0.1:${backendPort}/`;
     // Several at once, as a browser and a probe would: none may bring the demo down.
-    const early = await Promise.all([pageUrl, pageUrl, `${pageUrl}?node=2`, `${pageUrl}?node=x`, `${pageUrl}app.js`].map((url) => fetch(url))).catch((err: Error) => {
+    const early = await Promise.all(
+      [pageUrl, pageUrl, `${pageUrl}?node=2`, `${pageUrl}?node=x`, `${pageUrl}app.js`].map((url) => fetch(url)),
+    ).catch((err: Error) => {
       throw new Error(`${err.message} (${String(err.cause)}); demo output: ${output.slice(-2000)}`);
     });
     expect(started()).toBe(false); // these were answered before any gateway started

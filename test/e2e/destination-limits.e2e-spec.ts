@@ -8,8 +8,16 @@ const AUTH_PATH = '/gateway/authorize_connection';
 
 type AuthBody = [{ connection_id: string }, unknown[], { url_querystring: string }];
 
-const TOO_MANY = (meta: Record<string, unknown>): Frame => ['error', { ...meta, error_kind: 'internal_error' }, 'too_many_requests'];
-const TIMED_OUT = (meta: Record<string, unknown>): Frame => ['error', { ...meta, error_kind: 'http_error', http_error: 500 }, null];
+const TOO_MANY = (meta: Record<string, unknown>): Frame => [
+  'error',
+  { ...meta, error_kind: 'internal_error' },
+  'too_many_requests',
+];
+const TIMED_OUT = (meta: Record<string, unknown>): Frame => [
+  'error',
+  { ...meta, error_kind: 'http_error', http_error: 500 },
+  null,
+];
 
 /** Paths the fake upstream received, authorization requests left out. */
 function callPaths(t: TestGateway): string[] {
@@ -110,8 +118,16 @@ handlers:
       client.send(['quick.hang', { request_id: 2 }, [], {}]); // quick: its own 200ms
       expect(await client.next(1500)).toEqual(TIMED_OUT({ request_id: 2 }));
       // Barrier: the plain call, issued first, has not timed out with quick's 200 ms.
-      expect(await client.call('after', { request_id: 3 })).toEqual(['result', { request_id: 3 }, { args: [], kwargs: {} }]);
-      expect(await client.call('quick.after', { request_id: 4 })).toEqual(['result', { request_id: 4 }, { args: [], kwargs: {} }]);
+      expect(await client.call('after', { request_id: 3 })).toEqual([
+        'result',
+        { request_id: 3 },
+        { args: [], kwargs: {} },
+      ]);
+      expect(await client.call('quick.after', { request_id: 4 })).toEqual([
+        'result',
+        { request_id: 4 },
+        { args: [], kwargs: {} },
+      ]);
       expect(callPaths(t)).toEqual(['/hang', '/q/quick/hang', '/after', '/q/quick/after']);
     });
 
@@ -125,7 +141,11 @@ handlers:
       // plain keeps the env defaults (100 sockets): a held call does not block the next one.
       client.send(['held', { request_id: 3 }, [], {}]);
       await t.upstream.requestTo('/held');
-      expect(await client.call('free', { request_id: 4 })).toEqual(['result', { request_id: 4 }, { args: [], kwargs: {} }]);
+      expect(await client.call('free', { request_id: 4 })).toEqual([
+        'result',
+        { request_id: 4 },
+        { args: [], kwargs: {} },
+      ]);
       releaseTight();
       expect(await client.next()).toEqual(['result', { request_id: 1 }, 'tight']);
       releasePlain();
@@ -137,10 +157,7 @@ handlers:
   describe('env UPSTREAM_TIMEOUT=200ms is the default of destinations without their own timeout', () => {
     let client: WsClient;
     beforeEach(async () => {
-      t = await startTestGateway(
-        { UPSTREAM_TIMEOUT: '200ms' },
-        ownAndBare('timeout: 30s'),
-      );
+      t = await startTestGateway({ UPSTREAM_TIMEOUT: '200ms' }, ownAndBare('timeout: 30s'));
       ({ client } = await t.hello({ path: '/h' }));
     });
 
@@ -152,7 +169,11 @@ handlers:
       client.send(['hang', { request_id: 2 }, [], {}]); // bare: the env's 200ms
       expect(await client.next(1500)).toEqual(TIMED_OUT({ request_id: 2 }));
       // Barrier: own.hang, issued first, has not timed out with the env's 200 ms.
-      expect(await client.call('own.after', { request_id: 3 })).toEqual(['result', { request_id: 3 }, { args: [], kwargs: {} }]);
+      expect(await client.call('own.after', { request_id: 3 })).toEqual([
+        'result',
+        { request_id: 3 },
+        { args: [], kwargs: {} },
+      ]);
       expect(callPaths(t)).toEqual(['/o/own/hang', '/hang', '/o/own/after']);
     });
   });
@@ -182,7 +203,9 @@ handlers:
       releaseBare();
       expect(await client.next()).toEqual(['result', { request_id: 1 }, 'bare']);
       releaseOwn();
-      const ownReplies = [await client.next(), await client.next()].sort((a, b) => Number(a[1].request_id) - Number(b[1].request_id));
+      const ownReplies = [await client.next(), await client.next()].sort(
+        (a, b) => Number(a[1].request_id) - Number(b[1].request_id),
+      );
       expect(ownReplies).toEqual([
         ['result', { request_id: 3 }, 'own'],
         ['result', { request_id: 4 }, 'own'],
@@ -221,14 +244,23 @@ handlers:
       expect(await client.call('x', { request_id: 1 })).toEqual(TOO_MANY({ request_id: 1 }));
       gate.resolve();
       expect(await pending.next()).toEqual(['hello', {}, { user_id: 'held' }]);
-      expect(await client.call('x', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
+      expect(await client.call('x', { request_id: 2 })).toEqual([
+        'result',
+        { request_id: 2 },
+        { args: [], kwargs: {} },
+      ]);
       expect(callPaths(t)).toEqual(['/x']);
     });
   });
 
   describe('an inactivity notice shares the destination (UPSTREAM_MAX_SOCKETS=1, UPSTREAM_QUEUE_LIMIT=0, NEW_CONNECTION_IDLE_TIMEOUT=200ms)', () => {
     beforeEach(
-      async () => (t = await startTestGateway({ UPSTREAM_MAX_SOCKETS: '1', UPSTREAM_QUEUE_LIMIT: '0', NEW_CONNECTION_IDLE_TIMEOUT: '200ms' })),
+      async () =>
+        (t = await startTestGateway({
+          UPSTREAM_MAX_SOCKETS: '1',
+          UPSTREAM_QUEUE_LIMIT: '0',
+          NEW_CONNECTION_IDLE_TIMEOUT: '200ms',
+        })),
     );
 
     it('refuses a call with too_many_requests while an inactivity notice holds the only socket', async () => {
@@ -238,8 +270,16 @@ handlers:
       expect(await client.call('x', { request_id: 1 })).toEqual(TOO_MANY({ request_id: 1 }));
       release();
       // The notice's slot comes back once its answer is recorded; a call then goes through.
-      await untilMetric(t.apiUrl, 'gateway_upstream_requests_total{destination="default",kind="inactive",outcome="http_204"}', (n) => n === 1);
-      expect(await client.call('x', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
+      await untilMetric(
+        t.apiUrl,
+        'gateway_upstream_requests_total{destination="default",kind="inactive",outcome="http_204"}',
+        (n) => n === 1,
+      );
+      expect(await client.call('x', { request_id: 2 })).toEqual([
+        'result',
+        { request_id: 2 },
+        { args: [], kwargs: {} },
+      ]);
       expect(callPaths(t)).toEqual(['/gateway/session_inactive', '/x']);
     });
   });
@@ -265,7 +305,11 @@ handlers:
     beforeEach(async () => (t = await startTestGateway()));
 
     it.each<[string, (marker: string) => Reply, RegExp]>([
-      ['an object over 8 KiB', (marker) => ({ json: { user_id: 'u1', pad: marker.repeat(Math.ceil(8200 / marker.length)) } }), /8192|8 ?KiB|over|large/i],
+      [
+        'an object over 8 KiB',
+        (marker) => ({ json: { user_id: 'u1', pad: marker.repeat(Math.ceil(8200 / marker.length)) } }),
+        /8192|8 ?KiB|over|large/i,
+      ],
       ['a body that is not JSON', (marker) => ({ text: `user u1 ${marker}` }), /json/i],
     ])('logs %s', async (_what, reply, reason) => {
       const marker = 'SECRET_AUTH_BODY_MARKER';

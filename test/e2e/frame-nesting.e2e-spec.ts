@@ -17,12 +17,21 @@ describe('frames nested too deep (SPEC §4.1 rule 4)', () => {
 
   const arrays = (n: number): string => '['.repeat(n) + ']'.repeat(n);
   const calls = (): string[] => t.upstream.requests.map((r) => r.path).filter((p) => !p.startsWith('/gateway/'));
-  const errorLines = (): string[] => t.logs.filter((line) => (JSON.parse(line) as { level?: string }).level === 'error');
+  const errorLines = (): string[] =>
+    t.logs.filter((line) => (JSON.parse(line) as { level?: string }).level === 'error');
 
   it('answers the issue frame (5,000 nested arrays in args) with "nested too deep" and the whole meta', async () => {
     client.send(`["echo",{"request_id":1,"trace":"t-1"},${arrays(5_000)},{}]`);
-    expect(await client.next()).toEqual(['error', { request_id: 1, trace: 't-1', error_kind: 'validation_error' }, 'nested too deep']);
-    expect(await client.call('echo', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
+    expect(await client.next()).toEqual([
+      'error',
+      { request_id: 1, trace: 't-1', error_kind: 'validation_error' },
+      'nested too deep',
+    ]);
+    expect(await client.call('echo', { request_id: 2 })).toEqual([
+      'result',
+      { request_id: 2 },
+      { args: [], kwargs: {} },
+    ]);
     expect(calls()).toEqual(['/echo']);
     expect(errorLines()).toEqual([]);
   });
@@ -35,7 +44,12 @@ describe('frames nested too deep (SPEC §4.1 rule 4)', () => {
       const text = frame(arrays(levels - 2));
       client.send(text);
       const reply = await client.next(10_000);
-      expect([reply[0], reply[1].request_id, reply[1].error_kind, reply[2]]).toEqual(['error', 3, 'validation_error', 'nested too deep']);
+      expect([reply[0], reply[1].request_id, reply[1].error_kind, reply[2]]).toEqual([
+        'error',
+        3,
+        'validation_error',
+        'nested too deep',
+      ]);
       if (where === 'meta' && levels === 129) expect(JSON.stringify(reply[1].d)).toBe(arrays(127));
       client.frames.length = 0; // next() prints the frames seen so far with the recursive JSON.stringify
     }

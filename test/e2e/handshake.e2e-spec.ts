@@ -90,7 +90,11 @@ describe('WebSocket handshake (SPEC §2)', () => {
         await raw.close();
       }
       const auth = await t.upstream.requestTo('/gateway/authorize_connection');
-      expect((auth.body as unknown[])[2]).toEqual({ http_cookie: 'a=1; b=2', http_authorization: 'Bearer x', url_querystring: '' });
+      expect((auth.body as unknown[])[2]).toEqual({
+        http_cookie: 'a=1; b=2',
+        http_authorization: 'Bearer x',
+        url_querystring: '',
+      });
     });
   });
 
@@ -100,10 +104,20 @@ describe('WebSocket handshake (SPEC §2)', () => {
    */
   async function expectOnlyTheBarrierReachedTheUpstream(): Promise<void> {
     const { client } = await t.hello({ query: 'user=barrier' });
-    expect(await client.call('barrier', { request_id: 1 })).toEqual(['result', { request_id: 1 }, { args: [], kwargs: {} }]);
-    const seen = t.upstream.requests.map((r) => [r.path, (r.body as [{ connection_id?: string }, unknown, { url_querystring?: string }])[2]]);
+    expect(await client.call('barrier', { request_id: 1 })).toEqual([
+      'result',
+      { request_id: 1 },
+      { args: [], kwargs: {} },
+    ]);
+    const seen = t.upstream.requests.map((r) => [
+      r.path,
+      (r.body as [{ connection_id?: string }, unknown, { url_querystring?: string }])[2],
+    ]);
     expect(seen).toEqual([
-      ['/gateway/authorize_connection', { http_cookie: null, http_authorization: null, url_querystring: 'user=barrier' }],
+      [
+        '/gateway/authorize_connection',
+        { http_cookie: null, http_authorization: null, url_querystring: 'user=barrier' },
+      ],
       ['/barrier', {}],
     ]);
   }
@@ -120,7 +134,9 @@ describe('WebSocket handshake (SPEC §2)', () => {
     });
 
     it('answers 403 to an origin on the same host but another port', async () => {
-      const refused = await refusal(t.connect({ headers: { Origin: `http://127.0.0.1:${Number(host().split(':')[1]) + 1}` } }));
+      const refused = await refusal(
+        t.connect({ headers: { Origin: `http://127.0.0.1:${Number(host().split(':')[1]) + 1}` } }),
+      );
       expect(refused.status).toBe(403);
     });
 
@@ -145,7 +161,9 @@ describe('WebSocket handshake (SPEC §2)', () => {
   });
 
   describe('with ALLOWED_ORIGINS', () => {
-    beforeEach(async () => (t = await startTestGateway({ ALLOWED_ORIGINS: 'https://app.example,https://other.example' })));
+    beforeEach(
+      async () => (t = await startTestGateway({ ALLOWED_ORIGINS: 'https://app.example,https://other.example' })),
+    );
 
     it('accepts a listed origin', async () => {
       const { hello } = await t.hello({ headers: { Origin: 'https://other.example' } });

@@ -62,17 +62,29 @@ describe('health and metrics (SPEC §10)', () => {
       const cid = await t.connectionIdOf();
       const connected = await scrape();
       expect(connected.value('gateway_connections')).toBe(1);
-      expect(connected.value('gateway_connections_opened_total')).toBe(before.value('gateway_connections_opened_total') + 1);
-      expect(connected.value('gateway_auth_total{result="ok"}')).toBe(before.value('gateway_auth_total{result="ok"}') + 1);
-      expect(connected.value('gateway_frames_sent_total{type="hello"}')).toBe(before.value('gateway_frames_sent_total{type="hello"}') + 1);
+      expect(connected.value('gateway_connections_opened_total')).toBe(
+        before.value('gateway_connections_opened_total') + 1,
+      );
+      expect(connected.value('gateway_auth_total{result="ok"}')).toBe(
+        before.value('gateway_auth_total{result="ok"}') + 1,
+      );
+      expect(connected.value('gateway_frames_sent_total{type="hello"}')).toBe(
+        before.value('gateway_frames_sent_total{type="hello"}') + 1,
+      );
 
-      expect(await client.call('echo', { request_id: 1 }, ['x'])).toEqual(['result', { request_id: 1 }, { args: ['x'], kwargs: {} }]);
+      expect(await client.call('echo', { request_id: 1 }, ['x'])).toEqual([
+        'result',
+        { request_id: 1 },
+        { args: ['x'], kwargs: {} },
+      ]);
       const called = await scrape();
       const okCalls = 'gateway_upstream_requests_total{destination="default",kind="call",outcome="ok"}';
       const callDurations = 'gateway_upstream_request_duration_seconds_count{destination="default",kind="call"}';
       expect(called.value(okCalls)).toBe(connected.value(okCalls) + 1);
       expect(called.value(callDurations)).toBe(connected.value(callDurations) + 1);
-      expect(called.value('gateway_client_frames_total{outcome="call"}')).toBe(connected.value('gateway_client_frames_total{outcome="call"}') + 1);
+      expect(called.value('gateway_client_frames_total{outcome="call"}')).toBe(
+        connected.value('gateway_client_frames_total{outcome="call"}') + 1,
+      );
 
       expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/${topicPath}`)).status).toBe(204);
       const subscribed = await scrape();
@@ -84,7 +96,9 @@ describe('health and metrics (SPEC §10)', () => {
       // The API counter is recorded on the response's 'finish', which may trail the client's view of it.
       await untilMetric(t.apiUrl, published204, (v) => v === subscribed.value(published204) + 1);
       const published = await scrape();
-      expect(published.value('gateway_frames_sent_total{type="message"}')).toBe(subscribed.value('gateway_frames_sent_total{type="message"}') + 1);
+      expect(published.value('gateway_frames_sent_total{type="message"}')).toBe(
+        subscribed.value('gateway_frames_sent_total{type="message"}') + 1,
+      );
       expect(published.value('gateway_topics')).toBe(1);
 
       const labelValues = published.labelValues();
@@ -106,8 +120,12 @@ describe('health and metrics (SPEC §10)', () => {
       expect((await client.call('echo', { request_id: 1 }))[0]).toBe('result');
       expect((await client.call('missing', { request_id: 2 }))[0]).toBe('error');
       const after = await scrape();
-      expect(after.value('gateway_frames_sent_total{type="result"}')).toBe(before.value('gateway_frames_sent_total{type="result"}') + 1);
-      expect(after.value('gateway_frames_sent_total{type="error"}')).toBe(before.value('gateway_frames_sent_total{type="error"}') + 1);
+      expect(after.value('gateway_frames_sent_total{type="result"}')).toBe(
+        before.value('gateway_frames_sent_total{type="result"}') + 1,
+      );
+      expect(after.value('gateway_frames_sent_total{type="error"}')).toBe(
+        before.value('gateway_frames_sent_total{type="error"}') + 1,
+      );
     });
 
     it('counts one lattice frame per receiving connection of an update', async () => {
@@ -115,14 +133,22 @@ describe('health and metrics (SPEC §10)', () => {
       // A shared key is visible to users with a private entry for it (SPEC §6).
       const privateEntries = { ann: { room1: { seen_counter: 1 } }, bob: { room1: { seen_counter: 1 } } };
       for (const { cid } of subscribers) {
-        expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/bench/rooms`, { private: privateEntries })).status).toBe(204);
+        expect(
+          (await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/bench/rooms`, { private: privateEntries }))
+            .status,
+        ).toBe(204);
       }
       for (const { client } of subscribers) expect((await client.next())[0]).toBe('lattice'); // snapshots
       const before = await scrape();
-      expect((await api(t.apiUrl, 'POST', '/v1/lattice/bench/rooms', { shared: { room1: { last_message_counter: 1 } } })).status).toBe(204);
+      expect(
+        (await api(t.apiUrl, 'POST', '/v1/lattice/bench/rooms', { shared: { room1: { last_message_counter: 1 } } }))
+          .status,
+      ).toBe(204);
       for (const { client } of subscribers) expect((await client.next())[0]).toBe('lattice');
       const after = await scrape();
-      expect(after.value('gateway_frames_sent_total{type="lattice"}')).toBe(before.value('gateway_frames_sent_total{type="lattice"}') + 2);
+      expect(after.value('gateway_frames_sent_total{type="lattice"}')).toBe(
+        before.value('gateway_frames_sent_total{type="lattice"}') + 2,
+      );
     });
 
     it('counts a refused authorization by its status, with the label form of the upstream metric', async () => {
@@ -132,7 +158,9 @@ describe('health and metrics (SPEC §10)', () => {
       const metrics = await scrape();
       expect(metrics.value('gateway_auth_total{result="http_403"}')).toBe(1);
       expect(metrics.value('gateway_auth_total{result="ok"}')).toBe(0);
-      expect(metrics.value('gateway_upstream_requests_total{destination="default",kind="auth",outcome="http_403"}')).toBe(1);
+      expect(
+        metrics.value('gateway_upstream_requests_total{destination="default",kind="auth",outcome="http_403"}'),
+      ).toBe(1);
     });
   });
 });

@@ -19,7 +19,11 @@ describe('heartbeat (SPEC §1 PING_INTERVAL)', () => {
     // 6 pings take at least 6 intervals: twice the drop limit.
     await client.untilPings(6, 20 * INTERVAL_MS);
     expect(client.socket.readyState).toBe(client.socket.OPEN);
-    expect(await client.call('chat.echo', { request_id: 1 }, [1])).toEqual(['result', { request_id: 1 }, { args: [1], kwargs: {} }]);
+    expect(await client.call('chat.echo', { request_id: 1 }, [1])).toEqual([
+      'result',
+      { request_id: 1 },
+      { args: [1], kwargs: {} },
+    ]);
   });
 
   it('drops a client that answers neither pings nor anything else after 3 intervals', async () => {

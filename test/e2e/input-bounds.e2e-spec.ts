@@ -22,7 +22,10 @@ describe('input bounds', () => {
       expect(await client.next()).toEqual(['fatal_error', { error_kind: 'http_error', http_error: 500 }, null]);
       expect(await client.closed()).toEqual({ code: 4500, reason: 'backend_error' });
       const line = await waitFor(
-        () => t.logs.map((l) => JSON.parse(l) as Record<string, unknown>).find((l) => l.msg === 'authorization failed' && l.connection_id === cid),
+        () =>
+          t.logs
+            .map((l) => JSON.parse(l) as Record<string, unknown>)
+            .find((l) => l.msg === 'authorization failed' && l.connection_id === cid),
         'the "authorization failed" log line',
       );
       expect(line).toMatchObject({ level: 'warn', reason: expect.stringMatching(/nested deeper than 128/) });
@@ -41,7 +44,9 @@ describe('input bounds', () => {
     beforeEach(async () => (t = await startTestGateway()));
 
     const subscribeWith = async (expiresIn: unknown): Promise<number> => {
-      const res = await api(t.apiUrl, 'POST', '/v1/lattice/chat', { private: { alice: { room: { expires_in: expiresIn } } } });
+      const res = await api(t.apiUrl, 'POST', '/v1/lattice/chat', {
+        private: { alice: { room: { expires_in: expiresIn } } },
+      });
       return res.status;
     };
 
@@ -64,12 +69,23 @@ describe('input bounds', () => {
   describe('the gateway. method prefix in any letter case (SPEC §4.1)', () => {
     beforeEach(async () => (t = await startTestGateway()));
 
-    it.each(['Gateway.authorize_connection', 'GATEWAY.session_inactive', 'gAtEwAy.x.y'])('answers %s with "invalid method" and sends nothing upstream', async (method) => {
-      const { client } = await t.hello();
-      expect(await client.call(method, { request_id: 1 })).toEqual(['error', { request_id: 1, error_kind: 'validation_error' }, 'invalid method']);
-      expect(await client.call('gateways.ok', { request_id: 2 })).toEqual(['result', { request_id: 2 }, { args: [], kwargs: {} }]);
-      expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH, '/gateways/ok']);
-    });
+    it.each(['Gateway.authorize_connection', 'GATEWAY.session_inactive', 'gAtEwAy.x.y'])(
+      'answers %s with "invalid method" and sends nothing upstream',
+      async (method) => {
+        const { client } = await t.hello();
+        expect(await client.call(method, { request_id: 1 })).toEqual([
+          'error',
+          { request_id: 1, error_kind: 'validation_error' },
+          'invalid method',
+        ]);
+        expect(await client.call('gateways.ok', { request_id: 2 })).toEqual([
+          'result',
+          { request_id: 2 },
+          { args: [], kwargs: {} },
+        ]);
+        expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH, '/gateways/ok']);
+      },
+    );
   });
 
   describe('client frames before hello (SPEC §3), MAX_FRAME_BYTES=16KiB', () => {
@@ -99,7 +115,11 @@ describe('input bounds', () => {
     it('refuses a frame over MAX_FRAME_BYTES at once, as after hello: fatal_error and close 1009', async () => {
       const client = await pendingClient();
       client.send(frameOf(16 * 1024 + 1));
-      expect(await client.next()).toEqual(['fatal_error', { error_kind: 'validation_error' }, expect.stringContaining('16384')]);
+      expect(await client.next()).toEqual([
+        'fatal_error',
+        { error_kind: 'validation_error' },
+        expect.stringContaining('16384'),
+      ]);
       expect(await client.closed()).toEqual({ code: 1009, reason: 'validation_error' });
     });
 
@@ -109,7 +129,11 @@ describe('input bounds', () => {
       await client.flush();
       expect(client.socket.readyState).toBe(client.socket.OPEN);
       client.send(frameOf(40));
-      expect(await client.next()).toEqual(['fatal_error', { error_kind: 'validation_error' }, expect.stringContaining('65536')]);
+      expect(await client.next()).toEqual([
+        'fatal_error',
+        { error_kind: 'validation_error' },
+        expect.stringContaining('65536'),
+      ]);
       expect(await client.closed()).toEqual({ code: 1008, reason: 'early_frames_over_limit' });
       releaseAuth();
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH]);
@@ -121,7 +145,9 @@ describe('input bounds', () => {
       await client.flush();
       releaseAuth();
       expect(await client.next()).toEqual(['hello', {}, { user_id: 'u1' }]);
-      const ids = [await client.next(), await client.next(), await client.next(), await client.next()].map((f) => f[1].request_id);
+      const ids = [await client.next(), await client.next(), await client.next(), await client.next()].map(
+        (f) => f[1].request_id,
+      );
       expect(ids.sort()).toEqual([2, 3, 4, 5]);
     });
   });
@@ -152,7 +178,9 @@ describe('input bounds', () => {
         const [method, path, body] = request(name(chars));
         const single = await api(t.apiUrl, method, path, body);
         expect([chars, single.status]).toEqual([chars, status]);
-        const batch = await api(t.apiUrl, 'POST', '/v1/batch', { commands: [body === undefined ? { method, path } : { method, path, body }] });
+        const batch = await api(t.apiUrl, 'POST', '/v1/batch', {
+          commands: [body === undefined ? { method, path } : { method, path, body }],
+        });
         expect([chars, batch.status, batch.json()]).toEqual([chars, 200, { results: [{ status }] }]);
       }
     });

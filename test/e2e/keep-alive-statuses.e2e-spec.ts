@@ -82,13 +82,20 @@ class KeptAliveConnection {
 describe('parser-rejected requests on a kept-alive connection (issue 18)', () => {
   let t: TestGateway;
   beforeAll(async () => {
-    t = await startTestGateway({ HTTP_HEADERS_TIMEOUT: `${HEADERS_TIMEOUT_MS}ms`, HTTP_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`, HTTP_KEEP_ALIVE_TIMEOUT: '5s' });
+    t = await startTestGateway({
+      HTTP_HEADERS_TIMEOUT: `${HEADERS_TIMEOUT_MS}ms`,
+      HTTP_REQUEST_TIMEOUT: `${REQUEST_TIMEOUT_MS}ms`,
+      HTTP_KEEP_ALIVE_TIMEOUT: '5s',
+    });
   });
   afterAll(() => t.close());
 
   /** A first request answered without closing the connection, and its status. */
   const FIRST = {
-    '/v1 publish': ['POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}', '204'],
+    '/v1 publish': [
+      'POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 2\r\n\r\n{}',
+      '204',
+    ],
     'GET /health/live': ['GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n', '200'],
   } as const;
   const REJECTED = {
@@ -96,7 +103,8 @@ describe('parser-rejected requests on a kept-alive connection (issue 18)', () =>
     'a NUL byte in a header value': ['GET /v1/x HTTP/1.1\r\nHost: x\r\nBad: a\0b\r\n\r\n', '400'],
     'a head that never ends': ['GET /v1/x HTTP/1.1\r\nHost: x\r\nX-Slow: a', '408'],
   } as const;
-  const port = (listener: 'internal' | 'public'): number => (listener === 'internal' ? t.gateway.internalAddress : t.gateway.publicAddress).port;
+  const port = (listener: 'internal' | 'public'): number =>
+    (listener === 'internal' ? t.gateway.internalAddress : t.gateway.publicAddress).port;
 
   describe.each([
     ['internal', '/v1 publish'],
@@ -138,7 +146,10 @@ describe('parser-rejected requests on a kept-alive connection (issue 18)', () =>
   });
 
   /** The answers on one connection to `parts`, each written once the answers before it arrived (`expect` of them), until it closes. */
-  async function conversation(listener: 'internal' | 'public', parts: ReadonlyArray<readonly [string, number]>): Promise<string[]> {
+  async function conversation(
+    listener: 'internal' | 'public',
+    parts: ReadonlyArray<readonly [string, number]>,
+  ): Promise<string[]> {
     const connection = await KeptAliveConnection.open(port(listener));
     const answers: string[] = [];
     try {
@@ -161,12 +172,20 @@ describe('parser-rejected requests on a kept-alive connection (issue 18)', () =>
     ['internal', 'a /v1 204, a 404', PUBLISH + NOPE, ['204', '404']],
     ['internal', 'a 404, a /v1 204', NOPE + PUBLISH, ['404', '204']],
     ['public', 'a health 200, a 404', HEALTH + NOPE, ['200', '404']],
-  ] as const)('on the %s listener, answers pipelined requests (%s) in order, then the rejected one after them', async (listener, _, pipelined, statuses) => {
-    expect(await conversation(listener, [[pipelined + BAD_HEAD, 3]])).toEqual([...statuses, '400', 'closed without an answer']);
-  });
+  ] as const)(
+    'on the %s listener, answers pipelined requests (%s) in order, then the rejected one after them',
+    async (listener, _, pipelined, statuses) => {
+      expect(await conversation(listener, [[pipelined + BAD_HEAD, 3]])).toEqual([
+        ...statuses,
+        '400',
+        'closed without an answer',
+      ]);
+    },
+  );
 
   it('answers every pipelined request in order, those answered by the /v1 error filter included', async () => {
-    const badJson = 'POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{"a":';
+    const badJson =
+      'POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 5\r\n\r\n{"a":';
     const trailing = 'PUT /v1/connection/x/subscriptions/ HTTP/1.1\r\nHost: x\r\n\r\n';
     const connection = await KeptAliveConnection.open(port('internal'));
     try {
@@ -182,13 +201,22 @@ describe('parser-rejected requests on a kept-alive connection (issue 18)', () =>
   it.each([
     ['an early /v1 404', 'POST /v1/publish/ HTTP/1.1'],
     ['an early 404 of an unknown route', 'POST /nope HTTP/1.1'],
-  ])('closes without a second status when the body of a request answered by %s turns out malformed', async (_, requestLine) => {
-    const head = `${requestLine}\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n`;
-    expect(await conversation('internal', [[head, 1], ['zz\r\n', 0]])).toEqual(['404', 'closed without an answer']);
-  });
+  ])(
+    'closes without a second status when the body of a request answered by %s turns out malformed',
+    async (_, requestLine) => {
+      const head = `${requestLine}\r\nHost: x\r\nContent-Type: application/json\r\nTransfer-Encoding: chunked\r\n\r\n2\r\n{}\r\n`;
+      expect(
+        await conversation('internal', [
+          [head, 1],
+          ['zz\r\n', 0],
+        ]),
+      ).toEqual(['404', 'closed without an answer']);
+    },
+  );
 
   it('closes without a 408 when a body declared by a request answered early never comes', async () => {
-    const head = 'POST /v1/publish/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{';
+    const head =
+      'POST /v1/publish/ HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100000\r\n\r\n{';
     expect(await conversation('internal', [[head, 1]])).toEqual(['404', 'closed without an answer']);
   });
 });

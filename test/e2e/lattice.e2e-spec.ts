@@ -37,37 +37,66 @@ describe('lattices', () => {
    */
   async function expectNothingMore(client: WsClient): Promise<void> {
     const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+      'result',
+      { request_id: requestId },
+      { args: [], kwargs: {} },
+    ]);
   }
 
   describe('counters (the swindon scenario)', () => {
     it('sends a snapshot on subscribe with private and shared variables together, dotted namespace', async () => {
       const { client, cid } = await connect('alice');
-      await subscribe(cid, { shared: { room1: { last_message_counter: 100 } }, private: { alice: { room1: { last_seen_counter: 100 } } } });
-      expect(await client.next()).toEqual(['lattice', { namespace: 'my.ns' }, { room1: { last_message_counter: 100, last_seen_counter: 100 } }]);
+      await subscribe(cid, {
+        shared: { room1: { last_message_counter: 100 } },
+        private: { alice: { room1: { last_seen_counter: 100 } } },
+      });
+      expect(await client.next()).toEqual([
+        'lattice',
+        { namespace: 'my.ns' },
+        { room1: { last_message_counter: 100, last_seen_counter: 100 } },
+      ]);
     });
 
     it('sends only the variables an update changed', async () => {
       const { client, cid } = await connect('alice');
-      await subscribe(cid, { shared: { room1: { last_message_counter: 100 } }, private: { alice: { room1: { last_seen_counter: 100 } } } });
+      await subscribe(cid, {
+        shared: { room1: { last_message_counter: 100 } },
+        private: { alice: { room1: { last_seen_counter: 100 } } },
+      });
       await client.next();
 
-      await update({ shared: { room1: { last_message_counter: 101 } }, private: { alice: { room1: { last_seen_counter: 102 } } } });
+      await update({
+        shared: { room1: { last_message_counter: 101 } },
+        private: { alice: { room1: { last_seen_counter: 102 } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { last_message_counter: 101, last_seen_counter: 102 } }));
 
-      await update({ shared: { room1: { last_message_counter: 99 } }, private: { alice: { room1: { last_seen_counter: 107 } } } });
+      await update({
+        shared: { room1: { last_message_counter: 99 } },
+        private: { alice: { room1: { last_seen_counter: 107 } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { last_seen_counter: 107 } }));
 
-      await update({ shared: { room1: { last_message_counter: 115 } }, private: { alice: { room1: { last_seen_counter: 55 } } } });
+      await update({
+        shared: { room1: { last_message_counter: 115 } },
+        private: { alice: { room1: { last_seen_counter: 55 } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { last_message_counter: 115 } }));
       await expectNothingMore(client);
     });
 
     it('sends no frame for an update that changes nothing the user sees', async () => {
       const { client, cid } = await connect('alice');
-      await subscribe(cid, { shared: { room1: { last_message_counter: 100 } }, private: { alice: { room1: { last_seen_counter: 100 } } } });
+      await subscribe(cid, {
+        shared: { room1: { last_message_counter: 100 } },
+        private: { alice: { room1: { last_seen_counter: 100 } } },
+      });
       await client.next();
-      await update({ shared: { room1: { last_message_counter: 50 } }, private: { alice: { room1: { last_seen_counter: 100 } } } });
+      await update({
+        shared: { room1: { last_message_counter: 50 } },
+        private: { alice: { room1: { last_seen_counter: 100 } } },
+      });
       await update({ shared: { room1: { last_message_counter: 100 } } });
       await update({});
       await expectNothingMore(client);
@@ -77,22 +106,39 @@ describe('lattices', () => {
   describe('registers', () => {
     it('keeps the higher version, breaks ties by canonical JSON and sends only what changed', async () => {
       const { client, cid } = await connect('alice');
-      await subscribe(cid, { shared: { room1: { topic_register: [1, 'a'] } }, private: { alice: { room1: { draft_register: [1, 'x'] } } } });
+      await subscribe(cid, {
+        shared: { room1: { topic_register: [1, 'a'] } },
+        private: { alice: { room1: { draft_register: [1, 'x'] } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { topic_register: [1, 'a'], draft_register: [1, 'x'] } }));
 
-      await update({ shared: { room1: { topic_register: [2, 'b'] } }, private: { alice: { room1: { draft_register: [2, { text: 'y' }] } } } });
-      expect(await client.next()).toEqual(lattice({ room1: { topic_register: [2, 'b'], draft_register: [2, { text: 'y' }] } }));
+      await update({
+        shared: { room1: { topic_register: [2, 'b'] } },
+        private: { alice: { room1: { draft_register: [2, { text: 'y' }] } } },
+      });
+      expect(await client.next()).toEqual(
+        lattice({ room1: { topic_register: [2, 'b'], draft_register: [2, { text: 'y' }] } }),
+      );
 
-      await update({ shared: { room1: { topic_register: [1, 'z'] } }, private: { alice: { room1: { draft_register: [7, 'w'] } } } });
+      await update({
+        shared: { room1: { topic_register: [1, 'z'] } },
+        private: { alice: { room1: { draft_register: [7, 'w'] } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { draft_register: [7, 'w'] } }));
 
-      await update({ shared: { room1: { topic_register: [5.5, 'c'] } }, private: { alice: { room1: { draft_register: [3, 'q'] } } } });
+      await update({
+        shared: { room1: { topic_register: [5.5, 'c'] } },
+        private: { alice: { room1: { draft_register: [3, 'q'] } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { topic_register: [5.5, 'c'] } }));
 
       // Equal versions: the greater canonical JSON wins ("d" > "c"; "a" < "d" changes nothing).
       await update({ shared: { room1: { topic_register: [5.5, 'd'] } } });
       expect(await client.next()).toEqual(lattice({ room1: { topic_register: [5.5, 'd'] } }));
-      await update({ shared: { room1: { topic_register: [5.5, 'a'] } }, private: { alice: { room1: { draft_register: [7, 'w'] } } } });
+      await update({
+        shared: { room1: { topic_register: [5.5, 'a'] } },
+        private: { alice: { room1: { draft_register: [7, 'w'] } } },
+      });
       await expectNothingMore(client);
 
       await subscribe(cid, {});
@@ -103,10 +149,16 @@ describe('lattices', () => {
   describe('sets', () => {
     it('delivers only the elements an update added', async () => {
       const { client, cid } = await connect('alice');
-      await subscribe(cid, { shared: { room1: { members_set: ['a', 'b'] } }, private: { alice: { room1: { tags_set: ['x'] } } } });
+      await subscribe(cid, {
+        shared: { room1: { members_set: ['a', 'b'] } },
+        private: { alice: { room1: { tags_set: ['x'] } } },
+      });
       expect(await client.next()).toEqual(lattice({ room1: { members_set: ['a', 'b'], tags_set: ['x'] } }));
 
-      await update({ shared: { room1: { members_set: ['b', 'c'] } }, private: { alice: { room1: { tags_set: ['x', 'y'] } } } });
+      await update({
+        shared: { room1: { members_set: ['b', 'c'] } },
+        private: { alice: { room1: { tags_set: ['x', 'y'] } } },
+      });
       const frame = await client.next();
       expect(frame).toEqual(lattice({ room1: { members_set: ['c'], tags_set: ['y'] } }));
 
@@ -114,7 +166,11 @@ describe('lattices', () => {
       await expectNothingMore(client);
 
       await subscribe(cid, {});
-      const snapshot = (await client.next()) as [string, unknown, { room1: { members_set: string[]; tags_set: string[] } }];
+      const snapshot = (await client.next()) as [
+        string,
+        unknown,
+        { room1: { members_set: string[]; tags_set: string[] } },
+      ];
       expect([...snapshot[2].room1.members_set].sort()).toEqual(['a', 'b', 'c']);
       expect([...snapshot[2].room1.tags_set].sort()).toEqual(['x', 'y']);
     });
@@ -125,10 +181,15 @@ describe('lattices', () => {
       const alice = await connect('alice');
       const bob = await connect('bob');
       await subscribe(alice.cid, {
-        shared: { room1: { last_message_counter: 10, title_register: [1, 'one'] }, room2: { last_message_counter: 20 } },
+        shared: {
+          room1: { last_message_counter: 10, title_register: [1, 'one'] },
+          room2: { last_message_counter: 20 },
+        },
         private: { alice: { room1: {} } },
       });
-      expect(await alice.client.next()).toEqual(lattice({ room1: { last_message_counter: 10, title_register: [1, 'one'] } }));
+      expect(await alice.client.next()).toEqual(
+        lattice({ room1: { last_message_counter: 10, title_register: [1, 'one'] } }),
+      );
       await subscribe(bob.cid, { private: { bob: { room2: { last_seen_counter: 1 } } } });
       expect(await bob.client.next()).toEqual(lattice({ room2: { last_message_counter: 20, last_seen_counter: 1 } }));
 
@@ -142,7 +203,9 @@ describe('lattices', () => {
 
       // Bob gains room1 (an empty private entry grants access): the full shared values, nothing for alice.
       await update({ private: { bob: { room1: {} } } });
-      expect(await bob.client.next()).toEqual(lattice({ room1: { last_message_counter: 11, title_register: [1, 'one'] } }));
+      expect(await bob.client.next()).toEqual(
+        lattice({ room1: { last_message_counter: 11, title_register: [1, 'one'] } }),
+      );
       await expectNothingMore(alice.client);
 
       await update({ shared: { room1: { last_message_counter: 12 } } });
@@ -150,7 +213,7 @@ describe('lattices', () => {
       expect(await bob.client.next()).toEqual(lattice({ room1: { last_message_counter: 12 } }));
     });
 
-    it('never sends a user another user\'s private variables', async () => {
+    it("never sends a user another user's private variables", async () => {
       const alice = await connect('alice');
       const bob = await connect('bob');
       await subscribe(alice.cid, { private: { alice: { room1: { last_seen_counter: 1 } } } });
@@ -162,7 +225,7 @@ describe('lattices', () => {
       await expectNothingMore(bob.client);
     });
 
-    it('sends an already attached connection the update delta before a newcomer\'s snapshot', async () => {
+    it("sends an already attached connection the update delta before a newcomer's snapshot", async () => {
       const alice = await connect('alice');
       await subscribe(alice.cid, { shared: { room1: { last_message_counter: 1 } }, private: { alice: { room1: {} } } });
       await alice.client.next();
@@ -182,7 +245,9 @@ describe('lattices', () => {
         shared: { room1: { last_message_counter: 3 } },
         private: { alice: { room1: { expires_in: '300ms', last_seen_counter: 1 }, room2: { last_seen_counter: 2 } } },
       });
-      expect(await alice.client.next()).toEqual(lattice({ room1: { last_message_counter: 3, last_seen_counter: 1 }, room2: { last_seen_counter: 2 } }));
+      expect(await alice.client.next()).toEqual(
+        lattice({ room1: { last_message_counter: 3, last_seen_counter: 1 }, room2: { last_seen_counter: 2 } }),
+      );
 
       // Fresh snapshots until room1 is gone; every frame must be a snapshot (room2 in it), never an expiry notice.
       let snapshot: Record<string, unknown> = {};
@@ -194,7 +259,10 @@ describe('lattices', () => {
         snapshot = frame[2] as Record<string, unknown>;
         expect(snapshot.room2).toEqual({ last_seen_counter: 2 });
         if (!('room1' in snapshot)) break;
-        if (Date.now() > deadline) throw new Error(`room1 still in alice's snapshot 3000 ms after subscribing with expires_in 300ms: ${JSON.stringify(snapshot)}`);
+        if (Date.now() > deadline)
+          throw new Error(
+            `room1 still in alice's snapshot 3000 ms after subscribing with expires_in 300ms: ${JSON.stringify(snapshot)}`,
+          );
         await t.openConnections(); // pace the polling with a round trip, not a sleep
       }
       const goneAfterMs = Date.now() - startedAt;
@@ -233,7 +301,10 @@ describe('lattices', () => {
       client.send(['early.call', { request_id: 'e1' }, [], {}]);
       expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/t`)).status).toBe(204);
       expect((await api(t.apiUrl, 'POST', '/v1/publish/t', { n: 1 })).status).toBe(204);
-      await subscribe(cid, { shared: { room1: { last_message_counter: 100 } }, private: { alice: { room1: { last_seen_counter: 100 } } } });
+      await subscribe(cid, {
+        shared: { room1: { last_message_counter: 100 } },
+        private: { alice: { room1: { last_seen_counter: 100 } } },
+      });
       // A delta addressed before hello is not queued: the snapshot already contains it.
       await update({ shared: { room1: { last_message_counter: 101 } } });
       expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/users`, ['bob', 'alice'])).status).toBe(204);
@@ -267,7 +338,11 @@ describe('lattices', () => {
       const cid = await t.connectionIdOf('user=alice');
       await subscribe(cid, { private: { alice: { room1: { last_seen_counter: 1 } } } });
       gate.resolve();
-      expect(await client.next()).toEqual(['fatal_error', { error_kind: 'http_error', http_error: 403 }, { reason: 'no' }]);
+      expect(await client.next()).toEqual([
+        'fatal_error',
+        { error_kind: 'http_error', http_error: 403 },
+        { reason: 'no' },
+      ]);
       expect(await client.closed()).toEqual({ code: 4403, reason: 'backend_error' });
       await t.untilOpenConnections(0);
       await update({ shared: { room1: { last_message_counter: 1 } } });
@@ -276,7 +351,10 @@ describe('lattices', () => {
 
   describe('unsubscribe and close', () => {
     /** Alice and Bob both attached to my/ns with access to room1, snapshots consumed. */
-    async function aliceAndBobOnRoom1(): Promise<{ alice: { client: WsClient; cid: string }; bob: { client: WsClient; cid: string } }> {
+    async function aliceAndBobOnRoom1(): Promise<{
+      alice: { client: WsClient; cid: string };
+      bob: { client: WsClient; cid: string };
+    }> {
       const alice = await connect('alice');
       const bob = await connect('bob');
       await subscribe(alice.cid, { shared: { room1: { last_message_counter: 1 } }, private: { alice: { room1: {} } } });
@@ -296,12 +374,15 @@ describe('lattices', () => {
       await expectNothingMore(alice.client);
     });
 
-    it('forgets a closed client\'s subscriptions: later updates succeed and reach the others', async () => {
+    it("forgets a closed client's subscriptions: later updates succeed and reach the others", async () => {
       const { alice, bob } = await aliceAndBobOnRoom1();
 
       await alice.client.close();
       await t.untilOpenConnections(1);
-      await update({ shared: { room1: { last_message_counter: 2 } }, private: { alice: { room1: { last_seen_counter: 1 } } } });
+      await update({
+        shared: { room1: { last_message_counter: 2 } },
+        private: { alice: { room1: { last_seen_counter: 1 } } },
+      });
       expect(await bob.client.next()).toEqual(lattice({ room1: { last_message_counter: 2 } }));
       // Endpoint 4 for the gone cid: a well-formed unknown cid is 204, nothing happens.
       await subscribe(alice.cid, { private: { alice: { room1: {} } } });

@@ -38,7 +38,11 @@ describe('listener hardening (issue 11)', () => {
 
   describe('with short HTTP timeouts', () => {
     beforeEach(async () => {
-      t = await startTestGateway({ HTTP_HEADERS_TIMEOUT: '400ms', HTTP_REQUEST_TIMEOUT: '800ms', HTTP_KEEP_ALIVE_TIMEOUT: '300ms' });
+      t = await startTestGateway({
+        HTTP_HEADERS_TIMEOUT: '400ms',
+        HTTP_REQUEST_TIMEOUT: '800ms',
+        HTTP_KEEP_ALIVE_TIMEOUT: '300ms',
+      });
     });
     const ports = (): Array<[string, number]> => [
       ['public', t.gateway.publicAddress.port],
@@ -70,14 +74,17 @@ describe('listener hardening (issue 11)', () => {
     });
 
     it('answers a /v1 body that never finishes with 408 within HTTP_REQUEST_TIMEOUT', async () => {
-      const head = 'POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":';
+      const head =
+        'POST /v1/publish/x HTTP/1.1\r\nHost: x\r\nContent-Type: application/json\r\nContent-Length: 100\r\n\r\n{"a":';
       const { text, closedAfterMs } = await exchange(t.gateway.internalAddress.port, [head]);
       expect(statusOf(text)).toBe(408);
       expect(closedAfterMs).toBeLessThan(800 + 1500);
     });
 
     it('closes an idle keep-alive connection after HTTP_KEEP_ALIVE_TIMEOUT', async () => {
-      const { text, closedAfterMs } = await exchange(t.gateway.internalAddress.port, ['GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n']);
+      const { text, closedAfterMs } = await exchange(t.gateway.internalAddress.port, [
+        'GET /health/live HTTP/1.1\r\nHost: x\r\n\r\n',
+      ]);
       expect(statusOf(text)).toBe(200);
       expect(closedAfterMs).toBeLessThan(300 + 1500);
     });
@@ -105,7 +112,9 @@ describe('listener hardening (issue 11)', () => {
       expect((await raw.next())[0]).toBe('hello');
       raw.write(rawFrame(OPCODE.close, closePayload(1000, Buffer.from([0x61, 0xff, 0xfe]))));
       expect(await raw.closed()).toEqual({ code: 1007, reason: 'validation_error' });
-      expect(raw.frames.slice(1)).toEqual([['fatal_error', { error_kind: 'validation_error' }, 'invalid UTF-8 in the reason of a close frame']]);
+      expect(raw.frames.slice(1)).toEqual([
+        ['fatal_error', { error_kind: 'validation_error' }, 'invalid UTF-8 in the reason of a close frame'],
+      ]);
       await raw.close();
     });
 
@@ -114,7 +123,9 @@ describe('listener hardening (issue 11)', () => {
       expect((await raw.next())[0]).toBe('hello');
       raw.write(rawFrame(OPCODE.text, Buffer.from([0x5b, 0x22, 0xff, 0x22, 0x5d])));
       expect(await raw.closed()).toEqual({ code: 1007, reason: 'validation_error' });
-      expect(raw.frames.slice(1)).toEqual([['fatal_error', { error_kind: 'validation_error' }, 'invalid UTF-8 in a text frame']]);
+      expect(raw.frames.slice(1)).toEqual([
+        ['fatal_error', { error_kind: 'validation_error' }, 'invalid UTF-8 in a text frame'],
+      ]);
       await raw.close();
     });
 
@@ -123,9 +134,13 @@ describe('listener hardening (issue 11)', () => {
       expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/flood`)).status).toBe(204);
       (client.socket as unknown as { _socket: Socket })._socket.pause();
       const closedLine = (): Record<string, unknown> | undefined =>
-        t.logs.map((line) => JSON.parse(line) as Record<string, unknown>).find((e) => e.msg === 'connection closed' && e.connection_id === cid);
+        t.logs
+          .map((line) => JSON.parse(line) as Record<string, unknown>)
+          .find((e) => e.msg === 'connection closed' && e.connection_id === cid);
       for (let seq = 0; seq < 4000 && closedLine() === undefined && (await t.openConnections()) === 1; seq++) {
-        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq, pad: 'x'.repeat(10 * 1024) })).status).toBe(204);
+        expect((await api(t.apiUrl, 'POST', '/v1/publish/flood', { seq, pad: 'x'.repeat(10 * 1024) })).status).toBe(
+          204,
+        );
       }
       const line = await waitFor(closedLine, 'the "connection closed" log line of the slow consumer', 8000);
       expect(line).toMatchObject({ code: 1008, reason: 'slow_consumer', closed_by: 'gateway' });

@@ -48,7 +48,9 @@ class RawChild {
   }
 
   static spawn(env: Record<string, string>): RawChild {
-    return new RawChild(spawn(process.execPath, [MAIN_JS], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }));
+    return new RawChild(
+      spawn(process.execPath, [MAIN_JS], { cwd: PROJECT_ROOT, env, stdio: ['ignore', 'pipe', 'pipe'] }),
+    );
   }
 
   get hasExited(): boolean {
@@ -60,7 +62,11 @@ class RawChild {
   }
 
   exit(ms = EXIT_MS): Promise<ChildExit> {
-    return within(this.exited, `dist/main.js to exit (stdout: ${this.lines.join('\n').slice(0, 500)}; stderr: ${this.stderr.slice(0, 500)})`, ms);
+    return within(
+      this.exited,
+      `dist/main.js to exit (stdout: ${this.lines.join('\n').slice(0, 500)}; stderr: ${this.stderr.slice(0, 500)})`,
+      ms,
+    );
   }
 
   async stop(): Promise<void> {
@@ -87,7 +93,8 @@ async function untilServing(child: RawChild, url: string, ms = START_MS): Promis
   const deadline = Date.now() + ms;
   let last = 'no answer yet';
   for (;;) {
-    if (child.hasExited) throw new Error(`dist/main.js exited before ${url} answered 200; stderr: ${child.stderr.slice(0, 500)}`);
+    if (child.hasExited)
+      throw new Error(`dist/main.js exited before ${url} answered 200; stderr: ${child.stderr.slice(0, 500)}`);
     try {
       const res = await fetch(url);
       await res.text();
@@ -96,7 +103,8 @@ async function untilServing(child: RawChild, url: string, ms = START_MS): Promis
     } catch (err) {
       last = (err as Error & { cause?: Error }).cause?.message ?? (err as Error).message;
     }
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for GET ${url} to answer 200 (last: ${last})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for GET ${url} to answer 200 (last: ${last})`);
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
@@ -168,7 +176,14 @@ describe('the gateway process (SPEC §1, §10)', () => {
   /** Spawn on two ports picked beforehand (for log settings where the ports cannot be read from the log) and await both listeners. */
   async function startOnFreePorts(env: Record<string, string>): Promise<{ raw: RawChild; wsUrl: string }> {
     const [publicPort, internalPort] = [await freePort(), await freePort()];
-    const raw = spawnRaw({ UPSTREAM_URL: upstream.url, HOST: '127.0.0.1', PORT: String(publicPort), BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: String(internalPort), ...env });
+    const raw = spawnRaw({
+      UPSTREAM_URL: upstream.url,
+      HOST: '127.0.0.1',
+      PORT: String(publicPort),
+      BACKEND_API_HOST: '127.0.0.1',
+      BACKEND_API_PORT: String(internalPort),
+      ...env,
+    });
     await untilServing(raw, `http://127.0.0.1:${internalPort}/health/ready`);
     await untilServing(raw, `http://127.0.0.1:${publicPort}/health/ready`);
     return { raw, wsUrl: `ws://127.0.0.1:${publicPort}` };
@@ -184,7 +199,10 @@ describe('the gateway process (SPEC §1, §10)', () => {
   describe('SHUTDOWN_GRACE (SPEC §1, §10)', () => {
     it('closes a client whose call still hangs with 1001 once SHUTDOWN_GRACE (1s) has passed, then exits 0', async () => {
       upstream.on('POST /slow', 'hang');
-      const g = (gateway = await ChildGateway.start({ UPSTREAM_URL: upstream.url, SHUTDOWN_GRACE: '1s', UPSTREAM_TIMEOUT: '30s', LOG_LEVEL: 'info' }, START_MS));
+      const g = (gateway = await ChildGateway.start(
+        { UPSTREAM_URL: upstream.url, SHUTDOWN_GRACE: '1s', UPSTREAM_TIMEOUT: '30s', LOG_LEVEL: 'info' },
+        START_MS,
+      ));
       const { client } = await WsClient.hello(g.wsUrl);
       clients.push(client);
       client.send(['slow', { request_id: 1 }, [], {}]);
@@ -205,7 +223,10 @@ describe('the gateway process (SPEC §1, §10)', () => {
 
   describe('NODE_ID (SPEC §1)', () => {
     it('prefixes the connection id sent in the authorization request with NODE_ID and a dash', async () => {
-      const g = (gateway = await ChildGateway.start({ UPSTREAM_URL: upstream.url, NODE_ID: 'node_abc', LOG_LEVEL: 'info' }, START_MS));
+      const g = (gateway = await ChildGateway.start(
+        { UPSTREAM_URL: upstream.url, NODE_ID: 'node_abc', LOG_LEVEL: 'info' },
+        START_MS,
+      ));
       expect(g.logs).toContainEqual(expect.objectContaining({ msg: 'gateway started', node_id: 'node_abc' }));
       const { client } = await WsClient.hello(g.wsUrl);
       clients.push(client);
@@ -217,7 +238,14 @@ describe('the gateway process (SPEC §1, §10)', () => {
 
   describe('invalid configuration (SPEC §1)', () => {
     it('stops start-up with a non-zero exit and one line per problem naming each bad key', async () => {
-      const raw = spawnRaw({ MAX_FRAME_BYTES: '1.5MiB', PING_INTERVAL: '10', HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0' });
+      const raw = spawnRaw({
+        MAX_FRAME_BYTES: '1.5MiB',
+        PING_INTERVAL: '10',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        BACKEND_API_HOST: '127.0.0.1',
+        BACKEND_API_PORT: '0',
+      });
       const exit = await raw.exit(START_MS);
       expect(exit.signal).toBeNull();
       expect(exit.code).toBeGreaterThan(0);
@@ -238,24 +266,28 @@ describe('the gateway process (SPEC §1, §10)', () => {
     it.each([
       ['error', false],
       ['info', true], // control: the same session does write info lines
-    ])('with LOG_LEVEL=%s a connect, hello and close writes info lines: %s', async (level, writesInfo) => {
-      const { raw, wsUrl } = await startOnFreePorts({ LOG_LEVEL: level as string });
-      await helloAndClose(wsUrl);
-      raw.kill('SIGTERM');
-      expect(await raw.exit()).toEqual({ code: 0, signal: null });
-      const entries = raw.lines.map((line) => {
-        try {
-          return JSON.parse(line) as Record<string, unknown>;
-        } catch {
-          throw new Error(`log line is not JSON: ${line}`);
+    ])(
+      'with LOG_LEVEL=%s a connect, hello and close writes info lines: %s',
+      async (level, writesInfo) => {
+        const { raw, wsUrl } = await startOnFreePorts({ LOG_LEVEL: level as string });
+        await helloAndClose(wsUrl);
+        raw.kill('SIGTERM');
+        expect(await raw.exit()).toEqual({ code: 0, signal: null });
+        const entries = raw.lines.map((line) => {
+          try {
+            return JSON.parse(line) as Record<string, unknown>;
+          } catch {
+            throw new Error(`log line is not JSON: ${line}`);
+          }
+        });
+        if (writesInfo) {
+          expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'connection opened' }));
+        } else {
+          expect(entries.filter((e) => e.level !== 'error')).toEqual([]);
         }
-      });
-      if (writesInfo) {
-        expect(entries).toContainEqual(expect.objectContaining({ level: 'info', msg: 'connection opened' }));
-      } else {
-        expect(entries.filter((e) => e.level !== 'error')).toEqual([]);
-      }
-    }, 40_000);
+      },
+      40_000,
+    );
 
     it('with LOG_FORMAT=pretty writes no JSON lines, the usual messages included', async () => {
       const { raw, wsUrl } = await startOnFreePorts({ LOG_LEVEL: 'info', LOG_FORMAT: 'pretty' });
@@ -291,7 +323,8 @@ describe('the gateway process (SPEC §1, §10)', () => {
                 // not a JSON line: keep looking
               }
             }
-            if (raw.hasExited) return reject(new Error(`dist/main.js exited before starting: ${raw.stderr.slice(0, 500)}`));
+            if (raw.hasExited)
+              return reject(new Error(`dist/main.js exited before starting: ${raw.stderr.slice(0, 500)}`));
           };
           raw.child.stdout!.on('data', () => setImmediate(check));
           raw.child.once('close', () => setImmediate(check));
@@ -314,11 +347,15 @@ describe('the gateway process (SPEC §1, §10)', () => {
       expect(listeningSockets(publicPort)).toEqual(['tcp 00000000']);
     }, 40_000);
 
-    (externalIPv4 ? it : it.skip)(`refuses the internal port on a non-loopback address (${externalIPv4 ?? 'none here'}) while the public port answers there`, async () => {
-      const { internalPort, publicPort } = await startWithDefaultHosts();
-      expect(await tryConnect(externalIPv4!, publicPort)).toBe('connected');
-      expect(await tryConnect(externalIPv4!, internalPort)).toBe('ECONNREFUSED');
-      expect(await tryConnect('127.0.0.1', internalPort)).toBe('connected');
-    }, 40_000);
+    (externalIPv4 ? it : it.skip)(
+      `refuses the internal port on a non-loopback address (${externalIPv4 ?? 'none here'}) while the public port answers there`,
+      async () => {
+        const { internalPort, publicPort } = await startWithDefaultHosts();
+        expect(await tryConnect(externalIPv4!, publicPort)).toBe('connected');
+        expect(await tryConnect(externalIPv4!, internalPort)).toBe('ECONNREFUSED');
+        expect(await tryConnect('127.0.0.1', internalPort)).toBe('connected');
+      },
+      40_000,
+    );
   });
 });

@@ -36,7 +36,12 @@ describe.each(TOPOLOGIES)('pub/sub (%s)', (_, startTestGateway) => {
   });
 
   it('answers 404 with an empty body on unknown paths and methods', async () => {
-    for (const [method, path] of [['GET', '/v1/publish/a'], ['POST', '/v1/publish/a.b'], ['PUT', '/v1/connection/x/subscriptions/'], ['PUT', '/vvvv']]) {
+    for (const [method, path] of [
+      ['GET', '/v1/publish/a'],
+      ['POST', '/v1/publish/a.b'],
+      ['PUT', '/v1/connection/x/subscriptions/'],
+      ['PUT', '/vvvv'],
+    ]) {
       const res = await api(t.apiUrl, method, path, method === 'POST' ? {} : undefined);
       expect([method, path, res.status, res.text]).toEqual([method, path, 404, '']);
     }

@@ -2,7 +2,17 @@ import type { Socket } from 'node:net';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
-import { Position, ResumeMeta, dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocol, resumeProtocols } from './harness/resume';
+import {
+  Position,
+  ResumeMeta,
+  dropConnection,
+  helloMeta,
+  optInProtocols,
+  positionOf,
+  resumeOf,
+  resumeProtocol,
+  resumeProtocols,
+} from './harness/resume';
 import { Frame, HandshakeRefused, PROTOCOL, WsClient } from './harness/ws-client';
 
 /** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
@@ -24,7 +34,11 @@ describe('resumable sessions (SPEC §12, one node)', () => {
   }
 
   /** Resume with `token` (query `user=<user>-resume`, so a fallback's authorization can be told apart). */
-  async function resume(user: string, token: string, positions: Record<string, Position> = {}): Promise<{ client: WsClient; hello: Frame }> {
+  async function resume(
+    user: string,
+    token: string,
+    positions: Record<string, Position> = {},
+  ): Promise<{ client: WsClient; hello: Frame }> {
     return t.hello({ query: `user=${user}-resume`, protocols: resumeProtocols(token, positions) });
   }
 
@@ -49,7 +63,11 @@ describe('resumable sessions (SPEC §12, one node)', () => {
   /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
   async function expectNothingMore(client: WsClient): Promise<void> {
     const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+      'result',
+      { request_id: requestId },
+      { args: [], kwargs: {} },
+    ]);
   }
 
   describe('opting in (12.1)', () => {
@@ -215,8 +233,16 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       for (const n of [1, 2]) await publish('t1', `missed-${n}`);
       await publish('t2', 'missed-3');
 
-      const asked = await t.hello({ query: 'user=ann-resume', protocols: [PROTOCOL, resumeProtocol({ token: first.token, positions: { t1: seen }, count_replayed: true })] });
-      expect(helloMeta(asked.hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: true, lost: [], replayed: 3 });
+      const asked = await t.hello({
+        query: 'user=ann-resume',
+        protocols: [PROTOCOL, resumeProtocol({ token: first.token, positions: { t1: seen }, count_replayed: true })],
+      });
+      expect(helloMeta(asked.hello)).toEqual({
+        resume: { token: expect.any(String), window: 30 },
+        resumed: true,
+        lost: [],
+        replayed: 3,
+      });
       const replay = [await asked.client.next(), await asked.client.next(), await asked.client.next()];
       expect(replay.map((frame) => frame[2]).sort()).toEqual(['missed-1', 'missed-2', 'missed-3']);
       await expectNothingMore(asked.client);
@@ -225,7 +251,10 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       const next = resumeOf(asked.hello);
       await dropConnection(asked.client);
       await untilDetached(1);
-      const { hello } = await resume('ann', next.token, { t1: positionOf(replay[1], 't1'), t2: positionOf(replay[2], 't2') });
+      const { hello } = await resume('ann', next.token, {
+        t1: positionOf(replay[1], 't1'),
+        t2: positionOf(replay[2], 't2'),
+      });
       expect(helloMeta(hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: true, lost: [] });
     });
 
@@ -234,7 +263,10 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       const { client, resume: first } = await optIn('ann');
       await dropConnection(client);
       await untilDetached(1);
-      const counted = (token: string): string[] => [PROTOCOL, resumeProtocol({ token, positions: {}, count_replayed: true })];
+      const counted = (token: string): string[] => [
+        PROTOCOL,
+        resumeProtocol({ token, positions: {}, count_replayed: true }),
+      ];
       const resumed = await t.hello({ query: 'user=ann-resume', protocols: counted(first.token) });
       expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true, lost: [], replayed: 0 });
       const failed = await t.hello({ query: 'user=ann-again', protocols: counted(first.token) });
@@ -251,9 +283,17 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await put(`/v1/connection/${cid}/users`, ['zed']);
       await publish('news', 'while-away');
       const { client: again } = await resume('ann', first.token);
-      expect(await again.next()).toEqual(['message', { topic: 'news', offset: 1, epoch: expect.any(String) }, 'while-away']);
+      expect(await again.next()).toEqual([
+        'message',
+        { topic: 'news', offset: 1, epoch: expect.any(String) },
+        'while-away',
+      ]);
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { x_counter: 7 } }]);
-      expect(await again.next()).toEqual(['lattice', { namespace: 'gateway.user' }, { zed: { status_register: [0, 'offline'] } }]);
+      expect(await again.next()).toEqual([
+        'lattice',
+        { namespace: 'gateway.user' },
+        { zed: { status_register: [0, 'offline'] } },
+      ]);
       await expectNothingMore(again);
     });
 
@@ -302,21 +342,24 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await expectNothingMore(client);
     });
 
-    it.each([1000, 1001])('a client close %i ends the session at once: offline at the deadline, never inactive; the token is void', async (code) => {
-      await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
-      const watcher = await t.helloAs('wat');
-      await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
-      await watcher.client.next();
-      const { client, resume: first } = await optIn('ann');
-      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
-      client.socket.close(code);
-      await client.closed();
-      // Ended, so not counted as a connection: the deadline makes it offline (a detached one would be inactive).
-      expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'offline'] } });
-      await untilDetached(0);
-      const { hello } = await resume('ann', first.token);
-      expect(helloMeta(hello)).toMatchObject({ resumed: false });
-    });
+    it.each([1000, 1001])(
+      'a client close %i ends the session at once: offline at the deadline, never inactive; the token is void',
+      async (code) => {
+        await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
+        const watcher = await t.helloAs('wat');
+        await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+        await watcher.client.next();
+        const { client, resume: first } = await optIn('ann');
+        expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
+        client.socket.close(code);
+        await client.closed();
+        // Ended, so not counted as a connection: the deadline makes it offline (a detached one would be inactive).
+        expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'offline'] } });
+        await untilDetached(0);
+        const { hello } = await resume('ann', first.token);
+        expect(helloMeta(hello)).toMatchObject({ resumed: false });
+      },
+    );
 
     it('a client close frame with another code detaches the session', async () => {
       await start();
@@ -346,7 +389,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await put(`/v1/connection/${cid}/subscriptions/flood`);
       (client.socket as unknown as { _socket: Socket })._socket.pause();
       const pad = 'x'.repeat(100 * 1024);
-      for (let seq = 0; (await scrapeMetrics(t.apiUrl)).value('gateway_slow_consumer_closes_total') === 0; ) {
+      for (let seq = 0; (await scrapeMetrics(t.apiUrl)).value('gateway_slow_consumer_closes_total') === 0;) {
         if (seq > 800) throw new Error('no slow-consumer close after 800 messages of 100 KiB');
         for (const end = seq + 20; seq < end; seq += 1) await publish('flood', { seq, pad });
       }
@@ -403,7 +446,9 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await dropConnection(client);
       await untilDetached(1);
       expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'inactive'] } });
-      expect((await watcher.client.next(3000))[2]).toEqual({ ann: { status_register: [expect.any(Number), 'offline'] } });
+      expect((await watcher.client.next(3000))[2]).toEqual({
+        ann: { status_register: [expect.any(Number), 'offline'] },
+      });
       expect(Date.now() - droppedAt).toBeGreaterThanOrEqual(1100);
       await untilDetached(0);
     });
@@ -535,20 +580,23 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       ['an offer over 8 KiB', (token) => resumeProtocol({ token, positions: { pad: [1, 'x'.repeat(8200)] } })],
     ];
 
-    it.each(cases)('%s: a new connection with resumed: false, counted as invalid; a valid token stays valid', async (_, offer) => {
-      await start();
-      const { client, resume: first } = await optIn('ann');
-      await dropConnection(client);
-      await untilDetached(1);
-      const auths = authRequests();
-      const { hello } = await t.hello({ query: 'user=eve', protocols: [PROTOCOL, offer(first.token)] });
-      expect(authRequests()).toBe(auths + 1);
-      expect(helloMeta(hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: false });
-      expect(hello[2]).toEqual({ user_id: 'eve' });
-      expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="invalid"}')).toBe(1);
-      const { hello: resumed } = await resume('ann', first.token);
-      expect(helloMeta(resumed)).toMatchObject({ resumed: true });
-    });
+    it.each(cases)(
+      '%s: a new connection with resumed: false, counted as invalid; a valid token stays valid',
+      async (_, offer) => {
+        await start();
+        const { client, resume: first } = await optIn('ann');
+        await dropConnection(client);
+        await untilDetached(1);
+        const auths = authRequests();
+        const { hello } = await t.hello({ query: 'user=eve', protocols: [PROTOCOL, offer(first.token)] });
+        expect(authRequests()).toBe(auths + 1);
+        expect(helloMeta(hello)).toEqual({ resume: { token: expect.any(String), window: 30 }, resumed: false });
+        expect(hello[2]).toEqual({ user_id: 'eve' });
+        expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="invalid"}')).toBe(1);
+        const { hello: resumed } = await resume('ann', first.token);
+        expect(helloMeta(resumed)).toMatchObject({ resumed: true });
+      },
+    );
 
     it('an expired token falls back and is counted as expired; nothing of the old session leaks', async () => {
       await start({ RESUME_WINDOW: '200ms' });

@@ -44,7 +44,10 @@ describe('session limits', () => {
    * after a 200 ms window has already ended). Resolves once its reply is checked,
    * with the time the call was sent (the deadline it sets runs from no earlier).
    */
-  async function connectWithEarlyCall(user: string, meta: Record<string, unknown>): Promise<{ client: WsClient; sentAt: number }> {
+  async function connectWithEarlyCall(
+    user: string,
+    meta: Record<string, unknown>,
+  ): Promise<{ client: WsClient; sentAt: number }> {
     const client = await t.connect({ query: `user=${user}` });
     const sentAt = Date.now();
     client.send(['chat.typing', meta, [], {}]);
@@ -56,10 +59,14 @@ describe('session limits', () => {
   describe('CLIENT_MAX_IDLE_TIMEOUT=1s (NEW_CONNECTION_IDLE_TIMEOUT=200ms, CLIENT_MIN_IDLE_TIMEOUT=100ms)', () => {
     beforeEach(
       async () =>
-        (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', CLIENT_MIN_IDLE_TIMEOUT: '100ms', CLIENT_MAX_IDLE_TIMEOUT: '1s' })),
+        (t = await startTestGateway({
+          NEW_CONNECTION_IDLE_TIMEOUT: '200ms',
+          CLIENT_MIN_IDLE_TIMEOUT: '100ms',
+          CLIENT_MAX_IDLE_TIMEOUT: '1s',
+        })),
     );
 
-    it('clamps a call\'s active: 3600 to 1 s: the notice comes about 1 s after the call, not an hour later', async () => {
+    it("clamps a call's active: 3600 to 1 s: the notice comes about 1 s after the call, not an hour later", async () => {
       const { sentAt } = await connectWithEarlyCall('alice', { request_id: 1, active: 3600 });
 
       await inactiveNoticeOf('alice', 2500);
@@ -72,9 +79,12 @@ describe('session limits', () => {
   });
 
   describe('CLIENT_MIN_IDLE_TIMEOUT=1500ms (NEW_CONNECTION_IDLE_TIMEOUT=200ms)', () => {
-    beforeEach(async () => (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', CLIENT_MIN_IDLE_TIMEOUT: '1500ms' })));
+    beforeEach(
+      async () =>
+        (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', CLIENT_MIN_IDLE_TIMEOUT: '1500ms' })),
+    );
 
-    it('raises a call\'s active: 0 to 1.5 s: the notice comes about 1.5 s after the call, not at 200 ms', async () => {
+    it("raises a call's active: 0 to 1.5 s: the notice comes about 1.5 s after the call, not at 200 ms", async () => {
       const { sentAt } = await connectWithEarlyCall('alice', { request_id: 1, active: 0 });
 
       await inactiveNoticeOf('alice', 3000);
@@ -86,7 +96,9 @@ describe('session limits', () => {
   });
 
   describe('NEW_CONNECTION_IDLE_TIMEOUT=2s, CLIENT_MIN_IDLE_TIMEOUT=100ms', () => {
-    beforeEach(async () => (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '2s', CLIENT_MIN_IDLE_TIMEOUT: '100ms' })));
+    beforeEach(
+      async () => (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '2s', CLIENT_MIN_IDLE_TIMEOUT: '100ms' })),
+    );
 
     /** Connect as alice, send one call per `active` value, check every reply; resolves the connect and hello times. */
     async function connectAndCallWith(actives: unknown[]): Promise<{ connectAt: number; helloAt: number }> {
@@ -95,7 +107,9 @@ describe('session limits', () => {
       const helloAt = Date.now();
       for (const [i, active] of actives.entries()) {
         // A call whose active is ignored is still a valid call: answered as usual, no validation_error.
-        expect(await client.call('chat.typing', { request_id: i, active })).toEqual(resultOf({ request_id: i, active }));
+        expect(await client.call('chat.typing', { request_id: i, active })).toEqual(
+          resultOf({ request_id: i, active }),
+        );
       }
       return { connectAt, helloAt };
     }
@@ -121,34 +135,44 @@ describe('session limits', () => {
     });
   });
 
-  describe('the notice\'s response is ignored and never retried (NEW_CONNECTION_IDLE_TIMEOUT=1s)', () => {
+  describe("the notice's response is ignored and never retried (NEW_CONNECTION_IDLE_TIMEOUT=1s)", () => {
     beforeEach(async () => (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '1s' })));
 
     it.each<[string, Reply]>([
       ['status 500', { status: 500, json: { error: 'boom' } }],
       ['a dropped connection', 'destroy'],
-    ])('sends exactly one notice when the upstream answers it with %s, and the session keeps working', async (_, reply) => {
-      t.upstream.on('POST /gateway/session_inactive', reply);
-      const alice = await t.helloAs('alice');
-      await inactiveNoticeOf('alice', 2500);
+    ])(
+      'sends exactly one notice when the upstream answers it with %s, and the session keeps working',
+      async (_, reply) => {
+        t.upstream.on('POST /gateway/session_inactive', reply);
+        const alice = await t.helloAs('alice');
+        await inactiveNoticeOf('alice', 2500);
 
-      // Barrier: bob's own window of 1 s starts after alice's notice was answered.
-      await t.helloAs('bob');
-      expect(await alice.client.call('chat.message', { request_id: 1 })).toEqual(resultOf({ request_id: 1 }));
-      await inactiveNoticeOf('bob', 2500);
-      // About 1 s later, still one notice for alice: no retry.
-      expect(noticesOf('alice')).toHaveLength(1);
+        // Barrier: bob's own window of 1 s starts after alice's notice was answered.
+        await t.helloAs('bob');
+        expect(await alice.client.call('chat.message', { request_id: 1 })).toEqual(resultOf({ request_id: 1 }));
+        await inactiveNoticeOf('bob', 2500);
+        // About 1 s later, still one notice for alice: no retry.
+        expect(noticesOf('alice')).toHaveLength(1);
 
-      // The session still works: a call with active re-activates it, and its new deadline sends a fresh notice.
-      expect(await alice.client.call('chat.typing', { request_id: 2, active: 1 })).toEqual(resultOf({ request_id: 2, active: 1 }));
-      await inactiveNoticeOf('alice', 2500);
-      expect(noticesOf('alice')).toHaveLength(2);
-    });
+        // The session still works: a call with active re-activates it, and its new deadline sends a fresh notice.
+        expect(await alice.client.call('chat.typing', { request_id: 2, active: 1 })).toEqual(
+          resultOf({ request_id: 2, active: 1 }),
+        );
+        await inactiveNoticeOf('alice', 2500);
+        expect(noticesOf('alice')).toHaveLength(2);
+      },
+    );
   });
 
   describe('UPSTREAM_TIMEOUT=300ms applies to the notice (UPSTREAM_MAX_SOCKETS=1, NEW_CONNECTION_IDLE_TIMEOUT=200ms)', () => {
     beforeEach(
-      async () => (t = await startTestGateway({ UPSTREAM_TIMEOUT: '300ms', UPSTREAM_MAX_SOCKETS: '1', NEW_CONNECTION_IDLE_TIMEOUT: '200ms' })),
+      async () =>
+        (t = await startTestGateway({
+          UPSTREAM_TIMEOUT: '300ms',
+          UPSTREAM_MAX_SOCKETS: '1',
+          NEW_CONNECTION_IDLE_TIMEOUT: '200ms',
+        })),
     );
 
     it('gives a hung notice up after UPSTREAM_TIMEOUT and frees the only socket for a later call', async () => {

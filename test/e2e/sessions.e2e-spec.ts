@@ -40,7 +40,7 @@ describe('sessions and inactivity', () => {
   describe('with 1 s windows', () => {
     beforeEach(async () => (t = await startTestGateway(SHORT_WINDOWS)));
 
-    it('sends session_inactive about 1 s after the first auth, with an empty body and the user\'s identity', async () => {
+    it("sends session_inactive about 1 s after the first auth, with an empty body and the user's identity", async () => {
       const authResponse = { user_id: 'alice', roles: ['admin'], name: 'Alice' };
       t.upstream.on('POST /gateway/authorize_connection', { json: authResponse });
       const connectAt = Date.now();
@@ -58,10 +58,14 @@ describe('sessions and inactivity', () => {
       expect(notice.headers['content-type']).toMatch(/^application\/json/);
     });
 
-    it('extends the deadline with a call\'s active: 2 (seconds)', async () => {
+    it("extends the deadline with a call's active: 2 (seconds)", async () => {
       const alice = await connect('alice');
       const callAt = Date.now();
-      expect(await alice.client.call('chat.typing', { request_id: 1, active: 2 })).toEqual(['result', { request_id: 1, active: 2 }, { args: [], kwargs: {} }]);
+      expect(await alice.client.call('chat.typing', { request_id: 1, active: 2 })).toEqual([
+        'result',
+        { request_id: 1, active: 2 },
+        { args: [], kwargs: {} },
+      ]);
 
       await inactiveNoticeOf('alice', 4000);
       const elapsed = Date.now() - callAt;
@@ -113,7 +117,11 @@ describe('sessions and inactivity', () => {
       expect(statusOf(await bob.client.next(2500))).toEqual({ alice: 'inactive' });
 
       // Barrier: an upstream call issued after the deadline has been answered...
-      expect(await bob.client.call('test.barrier', { request_id: 'b' })).toEqual(['result', { request_id: 'b' }, { args: [], kwargs: {} }]);
+      expect(await bob.client.call('test.barrier', { request_id: 'b' })).toEqual([
+        'result',
+        { request_id: 'b' },
+        { args: [], kwargs: {} },
+      ]);
       // ...and no notice came before it, for alice nor for bob (whose window ended first).
       expect(t.upstream.requests.filter((r) => r.path === INACTIVE_PATH)).toEqual([]);
     });

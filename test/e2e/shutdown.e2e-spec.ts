@@ -17,7 +17,11 @@ describe('graceful shutdown (SPEC §10)', () => {
 
   beforeEach(async () => {
     upstream = await FakeUpstream.start();
-    gateway = await ChildGateway.start({ UPSTREAM_URL: upstream.url, SHUTDOWN_GRACE: `${GRACE_MS / 1000}s`, LOG_LEVEL: 'info' });
+    gateway = await ChildGateway.start({
+      UPSTREAM_URL: upstream.url,
+      SHUTDOWN_GRACE: `${GRACE_MS / 1000}s`,
+      LOG_LEVEL: 'info',
+    });
   });
 
   afterEach(async () => {
@@ -42,7 +46,10 @@ describe('graceful shutdown (SPEC §10)', () => {
     const signalledAt = Date.now();
     g.kill('SIGTERM');
     const ready = await untilStatus(`${g.apiUrl}/health/ready`, 503);
-    expect(ready.json()).toMatchObject({ status: 'error', error: { accepting: { status: 'down', reason: 'draining' } } });
+    expect(ready.json()).toMatchObject({
+      status: 'error',
+      error: { accepting: { status: 'down', reason: 'draining' } },
+    });
     expect((await fetch(`${g.apiUrl}/health/live`)).status).toBe(200);
     await expect(WsClient.connect(g.wsUrl)).rejects.toThrow(HandshakeRefused);
 
@@ -68,7 +75,10 @@ describe('graceful shutdown (SPEC §10)', () => {
     // The drain lasts until the call is released: everything below is seen during it.
     for (const url of [g.publicUrl, g.apiUrl]) {
       const ready = await untilStatus(`${url}/health/ready`, 503);
-      expect(ready.json()).toMatchObject({ status: 'error', error: { accepting: { status: 'down', reason: 'draining' } } });
+      expect(ready.json()).toMatchObject({
+        status: 'error',
+        error: { accepting: { status: 'down', reason: 'draining' } },
+      });
       expect((await fetch(`${url}/health/live`)).status).toBe(200);
     }
     const refused = await WsClient.connect(g.wsUrl).then(

@@ -18,7 +18,9 @@ describe('slow consumer', () => {
     const query = `user=${user}`;
     const { client } = await t.hello({ query });
     const auth = await t.upstream.nextRequest(
-      (r) => r.path === '/gateway/authorize_connection' && (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query,
+      (r) =>
+        r.path === '/gateway/authorize_connection' &&
+        (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query,
     );
     return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
   }
@@ -42,11 +44,11 @@ describe('slow consumer', () => {
     return published;
   }
 
-
   it('closes a client that stops reading with 1008 slow_consumer while the others get every message', async () => {
     const slow = await connect('slow');
     const fast = await connect('fast');
-    for (const { cid } of [slow, fast]) expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/flood`)).status).toBe(204);
+    for (const { cid } of [slow, fast])
+      expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/flood`)).status).toBe(204);
     expect(await slowConsumerCloses()).toBe(0);
 
     // The slow client stops reading: the kernel buffers fill, then the gateway's queue grows.
@@ -76,7 +78,11 @@ describe('slow consumer', () => {
       (async () => {
         while (fastSeqs.length < published) {
           const [type, meta, data] = await fast.client.next(5000);
-          fastSeqs.push(type === 'message' && (meta as { topic?: string }).topic === 'flood' ? (data as { seq: number }).seq : [type, meta]);
+          fastSeqs.push(
+            type === 'message' && (meta as { topic?: string }).topic === 'flood'
+              ? (data as { seq: number }).seq
+              : [type, meta],
+          );
         }
       })(),
       `all ${published} messages at the fast client`,

@@ -3,7 +3,10 @@ import { api } from './harness/http';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { WsClient } from './harness/ws-client';
 
-const PRIVATE_BODY = { shared: { room: { title_register: [1, 'secret room'] } }, private: { alice: { room: { unread_counter: 7 } } } };
+const PRIVATE_BODY = {
+  shared: { room: { title_register: [1, 'secret room'] } },
+  private: { alice: { room: { unread_counter: 7 } } },
+};
 
 /**
  * SPEC §5: a well-formed but unknown conn_id, or one that closed a moment
@@ -39,13 +42,17 @@ describe('backend API commands for an unknown or just-closed connection (SPEC §
     ['an id with no node', () => 'nonode'],
   ] as const;
 
-  it.each(UNKNOWN_IDS)('keeps no namespace and no private data for %s, even after 200 such subscribes', async (_what, id) => {
-    for (let i = 0; i < 200; i++) await expect204('PUT', `/v1/connection/${id()}/lattices/chat${i === 0 ? '' : i}`, PRIVATE_BODY);
-    await expect204('PUT', `/v1/connection/${id()}/subscriptions/news`);
-    await expect204('PUT', `/v1/connection/${id()}/users`, ['alice']);
-    expect(await gauges()).toEqual([0, 0]);
-    await expectAliceSeesNothing();
-  });
+  it.each(UNKNOWN_IDS)(
+    'keeps no namespace and no private data for %s, even after 200 such subscribes',
+    async (_what, id) => {
+      for (let i = 0; i < 200; i++)
+        await expect204('PUT', `/v1/connection/${id()}/lattices/chat${i === 0 ? '' : i}`, PRIVATE_BODY);
+      await expect204('PUT', `/v1/connection/${id()}/subscriptions/news`);
+      await expect204('PUT', `/v1/connection/${id()}/users`, ['alice']);
+      expect(await gauges()).toEqual([0, 0]);
+      await expectAliceSeesNothing();
+    },
+  );
 
   it('keeps nothing in a /v1/batch of subscribes for an unknown connection', async () => {
     const path = '/v1/connection/node1-AAAAAAAAAAAAAAAAAAAAAA';

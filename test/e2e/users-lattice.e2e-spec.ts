@@ -36,7 +36,11 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
   /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
   async function expectNothingMore(client: WsClient): Promise<void> {
     const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual(['result', { request_id: requestId }, { args: [], kwargs: {} }]);
+    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
+      'result',
+      { request_id: requestId },
+      { args: [], kwargs: {} },
+    ]);
   }
 
   describe('with the default activity window', () => {
@@ -63,7 +67,7 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
       expect(statuses).toEqual({ carol: { status_register: [0, 'offline'] } });
     });
 
-    it('pushes a watched user\'s connection to every subscribed connection watching it', async () => {
+    it("pushes a watched user's connection to every subscribed connection watching it", async () => {
       const startedAt = Date.now();
       const alice = await connect('alice');
       await put(`/v1/connection/${alice.cid}/users`, ['bob']);
@@ -98,7 +102,8 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
 
       // dave is now on both watch lists: his connection is pushed to both.
       await connect('dave');
-      for (const alice of [alice1, alice2]) expectRegister(statusesOf(await alice.client.next()).dave?.status_register, 'active', startedAt);
+      for (const alice of [alice1, alice2])
+        expectRegister(statusesOf(await alice.client.next()).dave?.status_register, 'active', startedAt);
       await expectNothingMore(alice3.client);
     });
 
@@ -135,7 +140,9 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
     it('rejects a users body that is not an array of valid user ids with 400', async () => {
       const alice = await connect('alice');
       for (const body of [{ users: ['bob'] }, ['bob', 1], ['bad user'], 'bob']) {
-        const res = await api(t.apiUrl, 'PUT', `/v1/connection/${alice.cid}/users`, body, { 'Content-Type': 'application/json' });
+        const res = await api(t.apiUrl, 'PUT', `/v1/connection/${alice.cid}/users`, body, {
+          'Content-Type': 'application/json',
+        });
         expect([JSON.stringify(body), res.status]).toEqual([JSON.stringify(body), 400]);
       }
       await expectNothingMore(alice.client);
@@ -143,7 +150,9 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
   });
 
   describe('with a short activity window', () => {
-    beforeEach(async () => (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MIN_IDLE_TIMEOUT: '1s' })));
+    beforeEach(
+      async () => (t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MIN_IDLE_TIMEOUT: '1s' })),
+    );
 
     it('pushes inactive when a watched user goes idle and offline when its last connection then closes', async () => {
       const startedAt = Date.now();

@@ -34,7 +34,8 @@ export class OtlpReceiver {
     req.on('data', (chunk: Buffer) => chunks.push(chunk));
     req.on('end', () => {
       const body = Buffer.concat(chunks).toString('utf8');
-      const isTraces = req.method === 'POST' && req.url === '/v1/traces' && /json/.test(req.headers['content-type'] ?? '');
+      const isTraces =
+        req.method === 'POST' && req.url === '/v1/traces' && /json/.test(req.headers['content-type'] ?? '');
       if (isTraces) this.receive(body);
       res.writeHead(isTraces ? 200 : 404, { 'Content-Type': 'application/json' }).end(isTraces ? '{}' : '');
     });
@@ -72,11 +73,22 @@ export class OtlpReceiver {
 
   private receive(body: string): void {
     this.bodies.push(body);
-    const request = JSON.parse(body) as { resourceSpans: { resource: { attributes: OtlpAttribute[] }; scopeSpans: { spans: (Omit<ReceivedSpan, 'attributes' | 'resource'> & { attributes: OtlpAttribute[] })[] }[] }[] };
+    const request = JSON.parse(body) as {
+      resourceSpans: {
+        resource: { attributes: OtlpAttribute[] };
+        scopeSpans: { spans: (Omit<ReceivedSpan, 'attributes' | 'resource'> & { attributes: OtlpAttribute[] })[] }[];
+      }[];
+    };
     for (const resourceSpans of request.resourceSpans) {
       const resource = flatten(resourceSpans.resource.attributes);
       for (const scope of resourceSpans.scopeSpans) {
-        for (const span of scope.spans) this.spans.push({ ...span, parentSpanId: span.parentSpanId ?? '', attributes: flatten(span.attributes), resource });
+        for (const span of scope.spans)
+          this.spans.push({
+            ...span,
+            parentSpanId: span.parentSpanId ?? '',
+            attributes: flatten(span.attributes),
+            resource,
+          });
       }
     }
     for (const waiter of this.waiters.splice(0)) waiter();
@@ -85,6 +97,7 @@ export class OtlpReceiver {
 
 function flatten(attributes: OtlpAttribute[]): Record<string, string | number | boolean> {
   const flat: Record<string, string | number | boolean> = {};
-  for (const { key, value } of attributes) flat[key] = value.stringValue ?? value.boolValue ?? value.doubleValue ?? Number(value.intValue);
+  for (const { key, value } of attributes)
+    flat[key] = value.stringValue ?? value.boolValue ?? value.doubleValue ?? Number(value.intValue);
   return flat;
 }

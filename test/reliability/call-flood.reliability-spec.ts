@@ -69,7 +69,8 @@ describe('a flood of calls from one client (issue 22)', () => {
         }
         // Catch up to the rate, unless the socket is backed up.
         const due = Math.floor(((Date.now() - floodStarted) * FLOOD_PER_SECOND) / 1000);
-        while (flood.sent < due && flooder.socket.bufferedAmount < MiB) flooder.socket.send(`["flood",{"request_id":"f${flood.sent++}"},[],${kwargs}]`);
+        while (flood.sent < due && flooder.socket.bufferedAmount < MiB)
+          flooder.socket.send(`["flood",{"request_id":"f${flood.sent++}"},[],${kwargs}]`);
       }, FLOOD_TICK_MS);
     });
     await within(saturated, 'the first too_many_requests of the flood', 10_000);
@@ -91,7 +92,9 @@ describe('a flood of calls from one client (issue 22)', () => {
         loginMs.push(performance.now() - started);
         for (let i = 0; i < CALLS_PER_VISIT; i++) {
           const callStarted = performance.now();
-          const frame = await client.call('echo', [visit, i], {}, 15_000).catch((err: Error) => ['timeout', {}, err.message] as Frame);
+          const frame = await client
+            .call('echo', [visit, i], {}, 15_000)
+            .catch((err: Error) => ['timeout', {}, err.message] as Frame);
           if (frame[0] === 'result') callMs.push(performance.now() - callStarted);
           else failures.push(`call ${visit}.${i}: ${JSON.stringify(frame).slice(0, 200)}`);
         }
@@ -109,21 +112,39 @@ describe('a flood of calls from one client (issue 22)', () => {
 
     const gauges = await gateway.gauges();
     const maxLoginMs = Math.max(...loginMs);
-    checks.check('the flood was refused beyond CLIENT_MAX_PENDING_CALLS', flood.refused > 0 && flood.refused + flood.results === flood.sent, flood);
-    checks.check('the flood never had more than 100 calls at the upstream per slow round', flood.results <= Math.ceil(FLOOD_MS / SLOW_MS + 2) * MAX_PENDING_CALLS, flood);
+    checks.check(
+      'the flood was refused beyond CLIENT_MAX_PENDING_CALLS',
+      flood.refused > 0 && flood.refused + flood.results === flood.sent,
+      flood,
+    );
+    checks.check(
+      'the flood never had more than 100 calls at the upstream per slow round',
+      flood.results <= Math.ceil(FLOOD_MS / SLOW_MS + 2) * MAX_PENDING_CALLS,
+      flood,
+    );
     checks.check('the flood got nothing but results and too_many_requests', flood.other.length === 0, flood.other);
     checks.check('every other login and call was served', failures.length === 0, failures.slice(0, 8));
     // The median, not the maximum: on a shared 2-core machine a few logins wait for CPU, not for the flood
     // (test/e2e/call-flood checks one login within 2 s exactly; here p99 and max are reported with the load).
     const medianLoginMs = percentile(loginMs, 50);
-    checks.check(`the others' logins got hello within ${LOGIN_WITHIN_MS} ms (median)`, loginMs.length > 0 && medianLoginMs < LOGIN_WITHIN_MS, {
-      p50_ms: Math.round(medianLoginMs),
-      max_ms: Math.round(maxLoginMs),
-      logins: loginMs.length,
-    });
+    checks.check(
+      `the others' logins got hello within ${LOGIN_WITHIN_MS} ms (median)`,
+      loginMs.length > 0 && medianLoginMs < LOGIN_WITHIN_MS,
+      {
+        p50_ms: Math.round(medianLoginMs),
+        max_ms: Math.round(maxLoginMs),
+        logins: loginMs.length,
+      },
+    );
     checks.check('the others made calls during the flood', callMs.length >= OTHERS * CALLS_PER_VISIT, callMs.length);
-    checks.check('the flooder stayed connected', flooder.isOpen && gauges.gateway_connections === 1, { open: flooder.isOpen, gauges });
-    checks.check('RSS stayed bounded (peak under start + 128 MiB)', memory.peakBytes - memory.startBytes < 128 * MiB, { start_mib: mib(memory.startBytes), peak_mib: mib(memory.peakBytes) });
+    checks.check('the flooder stayed connected', flooder.isOpen && gauges.gateway_connections === 1, {
+      open: flooder.isOpen,
+      gauges,
+    });
+    checks.check('RSS stayed bounded (peak under start + 128 MiB)', memory.peakBytes - memory.startBytes < 128 * MiB, {
+      start_mib: mib(memory.startBytes),
+      peak_mib: mib(memory.peakBytes),
+    });
     checks.check('no error-level log line', gateway.errorLines.length === 0, gateway.errorLines.slice(0, 3));
     record('call-flood', {
       // The machine's load during the run: on a shared machine the 2 s login bound depends on it.
@@ -136,9 +157,17 @@ describe('a flood of calls from one client (issue 22)', () => {
       flood_refused: flood.refused,
       flood_served: flood.results,
       logins_served: loginMs.length,
-      login_ms: { p50: Math.round(percentile(loginMs, 50)), p99: Math.round(percentile(loginMs, 99)), max: Math.round(maxLoginMs) },
+      login_ms: {
+        p50: Math.round(percentile(loginMs, 50)),
+        p99: Math.round(percentile(loginMs, 99)),
+        max: Math.round(maxLoginMs),
+      },
       calls_served: callMs.length,
-      call_ms: { p50: Math.round(percentile(callMs, 50)), p99: Math.round(percentile(callMs, 99)), max: Math.round(Math.max(...callMs)) },
+      call_ms: {
+        p50: Math.round(percentile(callMs, 50)),
+        p99: Math.round(percentile(callMs, 99)),
+        max: Math.round(Math.max(...callMs)),
+      },
       failures: failures.length,
       rss_mib: { start: mib(memory.startBytes), peak: mib(memory.peakBytes), last: mib(memory.lastBytes) },
       checks: checks.summary,

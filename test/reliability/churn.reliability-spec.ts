@@ -36,7 +36,10 @@ describe('connection churn (issue 11)', () => {
       const cid = client.cid;
       const statuses = await Promise.all([
         api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/churn/${i % 50}`),
-        api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/churn/${i % 20}`, { shared: { k: { n_counter: 1 } }, private: { [user]: { k: {} } } }),
+        api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/lattices/churn/${i % 20}`, {
+          shared: { k: { n_counter: 1 } },
+          private: { [user]: { k: {} } },
+        }),
         api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/users`, [user, `${user}x`]),
       ]);
       if (statuses.some((s) => s !== 204)) throw new Error(`backend API answered ${statuses.join(',')}`);
@@ -57,10 +60,15 @@ describe('connection churn (issue 11)', () => {
     await new Promise<void>((resolve) => {
       const ticker = setInterval(() => {
         const elapsed = Date.now() - begin;
-        const due = Math.min(Math.floor((Math.min(elapsed, ms) * RATE_PER_SECOND) / 1000), started + MAX_IN_FLIGHT - running.size);
+        const due = Math.min(
+          Math.floor((Math.min(elapsed, ms) * RATE_PER_SECOND) / 1000),
+          started + MAX_IN_FLIGHT - running.size,
+        );
         for (; started < due; started++) {
           const i = started;
-          const p: Promise<void> = cycle(i, userOf(i)).catch((err: Error) => void failures.push(err.message)).finally(() => running.delete(p));
+          const p: Promise<void> = cycle(i, userOf(i))
+            .catch((err: Error) => void failures.push(err.message))
+            .finally(() => running.delete(p));
           running.add(p);
         }
         peakInFlight = Math.max(peakInFlight, running.size);
@@ -71,7 +79,12 @@ describe('connection churn (issue 11)', () => {
       }, 10);
     });
     await Promise.all(running);
-    return { cycles: started, failures, achievedPerSecond: Math.round((started * 1000) / (Date.now() - begin)), peakInFlight };
+    return {
+      cycles: started,
+      failures,
+      achievedPerSecond: Math.round((started * 1000) / (Date.now() - begin)),
+      peakInFlight,
+    };
   }
 
   /** Resolves once every session has expired: IDLE_TIMEOUT after the last cycle and no inactivity notice for 1.5 s. */
@@ -108,15 +121,18 @@ describe('connection churn (issue 11)', () => {
     // Idle keep-alive connections (gateway → upstream, suite → /v1) close within a second, so
     // "after sessions expire" also means "no pooled socket left", as at the start.
     upstream = await LoadUpstream.start(1000);
-    gateway = await GatewayProcess.start({
-      UPSTREAM_URL: upstream.url,
-      NEW_CONNECTION_IDLE_TIMEOUT: `${IDLE_TIMEOUT_MS}ms`,
-      HTTP_KEEP_ALIVE_TIMEOUT: '1s',
-      PING_INTERVAL: '60s',
-      LOG_LEVEL: 'info',
-      // A measurement setting: V8 otherwise drops the bytecode of functions idle for a few GCs,
-      // so the heap would depend on how many GCs ran since startup code last ran, not on our state.
-    }, { nodeArgs: ['--no-flush-bytecode'] });
+    gateway = await GatewayProcess.start(
+      {
+        UPSTREAM_URL: upstream.url,
+        NEW_CONNECTION_IDLE_TIMEOUT: `${IDLE_TIMEOUT_MS}ms`,
+        HTTP_KEEP_ALIVE_TIMEOUT: '1s',
+        PING_INTERVAL: '60s',
+        LOG_LEVEL: 'info',
+        // A measurement setting: V8 otherwise drops the bytecode of functions idle for a few GCs,
+        // so the heap would depend on how many GCs ran since startup code last ran, not on our state.
+      },
+      { nodeArgs: ['--no-flush-bytecode'] },
+    );
     const startGauges = await gateway.gauges();
 
     const warmUp = await run(WARM_UP_MS, (i) => `warm${i % USERS}`);
@@ -138,22 +154,54 @@ describe('connection churn (issue 11)', () => {
     const rss2 = gateway.rssBytes();
 
     const within = (heap: number): boolean => Math.abs(heap - startHeap) / startHeap <= HEAP_TOLERANCE;
-    for (const [name, r] of [['warm-up', warmUp], ['run 1', run1], ['run 2', run2]] as const) {
+    for (const [name, r] of [
+      ['warm-up', warmUp],
+      ['run 1', run1],
+      ['run 2', run2],
+    ] as const) {
       checks.check(`${name}: every cycle succeeded`, r.failures.length === 0, r.failures.slice(0, 5));
     }
     // The machine is shared (2 CPUs): the rate reached is reported; this only proves the load was real.
-    checks.check(`run 1 reached at least a quarter of ${RATE_PER_SECOND}/s`, run1.achievedPerSecond >= RATE_PER_SECOND / 4, run1.achievedPerSecond);
-    checks.check('run 1: every gauge back to its start', JSON.stringify(gauges1) === JSON.stringify(startGauges), { startGauges, gauges1 });
-    checks.check('run 2: every gauge back to its start', JSON.stringify(gauges2) === JSON.stringify(startGauges), { startGauges, gauges2 });
-    checks.check(`run 1: heap after GC within ${HEAP_TOLERANCE * 100}% of its start`, within(heap1), { startHeap, heap1 });
-    checks.check(`run 2 (fresh user ids): heap after GC within ${HEAP_TOLERANCE * 100}% of its start`, within(heap2), { startHeap, heap2 });
+    checks.check(
+      `run 1 reached at least a quarter of ${RATE_PER_SECOND}/s`,
+      run1.achievedPerSecond >= RATE_PER_SECOND / 4,
+      run1.achievedPerSecond,
+    );
+    checks.check('run 1: every gauge back to its start', JSON.stringify(gauges1) === JSON.stringify(startGauges), {
+      startGauges,
+      gauges1,
+    });
+    checks.check('run 2: every gauge back to its start', JSON.stringify(gauges2) === JSON.stringify(startGauges), {
+      startGauges,
+      gauges2,
+    });
+    checks.check(`run 1: heap after GC within ${HEAP_TOLERANCE * 100}% of its start`, within(heap1), {
+      startHeap,
+      heap1,
+    });
+    checks.check(`run 2 (fresh user ids): heap after GC within ${HEAP_TOLERANCE * 100}% of its start`, within(heap2), {
+      startHeap,
+      heap2,
+    });
     checks.check('no error-level log line', gateway.errorLines.length === 0, gateway.errorLines.slice(0, 3));
     const pct = (heap: number): number => Math.round(((heap - startHeap) / startHeap) * 1000) / 10;
     record('churn', {
       target_per_second: RATE_PER_SECOND,
       warm_up: { seconds: WARM_UP_MS / 1000, cycles: warmUp.cycles },
-      run_1: { seconds: RUN_1_MS / 1000, users: USERS, cycles: run1.cycles, achieved_per_second: run1.achievedPerSecond, peak_in_flight: run1.peakInFlight },
-      run_2: { seconds: RUN_2_MS / 1000, users: run2.cycles, cycles: run2.cycles, achieved_per_second: run2.achievedPerSecond, peak_in_flight: run2.peakInFlight },
+      run_1: {
+        seconds: RUN_1_MS / 1000,
+        users: USERS,
+        cycles: run1.cycles,
+        achieved_per_second: run1.achievedPerSecond,
+        peak_in_flight: run1.peakInFlight,
+      },
+      run_2: {
+        seconds: RUN_2_MS / 1000,
+        users: run2.cycles,
+        cycles: run2.cycles,
+        achieved_per_second: run2.achievedPerSecond,
+        peak_in_flight: run2.peakInFlight,
+      },
       gauges: { start: startGauges, after_run_1: gauges1, after_run_2: gauges2 },
       heap_after_gc_mib: { start: mib(startHeap), after_run_1: mib(heap1), after_run_2: mib(heap2) },
       heap_change_percent: { run_1: pct(heap1), run_2: pct(heap2) },

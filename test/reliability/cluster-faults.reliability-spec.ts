@@ -143,7 +143,12 @@ describe('cluster fault injection (issue 17)', () => {
   });
 
   /** One run: nodes on `redisUrl`, the nemesis drawing from `faultKinds` each round; `usageUrl`: the primary now. */
-  async function scenario(name: string, faultKinds: readonly FaultKind[], redisUrl: string, usageUrl: () => string): Promise<void> {
+  async function scenario(
+    name: string,
+    faultKinds: readonly FaultKind[],
+    redisUrl: string,
+    usageUrl: () => string,
+  ): Promise<void> {
     isOver = false;
     const startedAt = Date.now();
     const checks = new Checks();
@@ -156,21 +161,39 @@ describe('cluster fault injection (issue 17)', () => {
     let isRunning = true;
 
     const startNode = async (index: number, generation: number): Promise<GatewayProcess> =>
-      GatewayProcess.start({
-        UPSTREAM_URL: upstream.url,
-        REDIS_URL: redisUrl,
-        REDIS_PREFIX: PREFIX,
-        NODE_ID: `node${index}_g${generation}`,
-        NEW_CONNECTION_IDLE_TIMEOUT: '10m',
-        SHUTDOWN_GRACE: '1s',
-        LOG_LEVEL: 'info',
-      }, { startMs: 40_000 });
-    for (let i = 0; i < NODES; i++) slots.push({ index: i, gateway: await startNode(i, 0), generation: 0, nodeId: `node${i}_g0`, state: 'up', retired: [] });
+      GatewayProcess.start(
+        {
+          UPSTREAM_URL: upstream.url,
+          REDIS_URL: redisUrl,
+          REDIS_PREFIX: PREFIX,
+          NODE_ID: `node${index}_g${generation}`,
+          NEW_CONNECTION_IDLE_TIMEOUT: '10m',
+          SHUTDOWN_GRACE: '1s',
+          LOG_LEVEL: 'info',
+        },
+        { startMs: 40_000 },
+      );
+    for (let i = 0; i < NODES; i++)
+      slots.push({
+        index: i,
+        gateway: await startNode(i, 0),
+        generation: 0,
+        nodeId: `node${i}_g0`,
+        state: 'up',
+        retired: [],
+      });
     const liveSlots = (): Slot[] => slots.filter((slot) => slot.state !== 'killed');
     const upSlots = (): Slot[] => slots.filter((slot) => slot.state === 'up');
 
     /** One /v1 request through `slot`, recorded as an operation. */
-    const request = async (kind: Op['kind'], slot: Slot, method: string, path: string, body: unknown, detail: Record<string, unknown>): Promise<Op> => {
+    const request = async (
+      kind: Op['kind'],
+      slot: Slot,
+      method: string,
+      path: string,
+      body: unknown,
+      detail: Record<string, unknown>,
+    ): Promise<Op> => {
       const op: Op = { kind, slot: slot.index, node: slot.nodeId, sentAt: Date.now(), ackAt: 0, reply: null, detail };
       ops.push(op);
       op.reply = await apiReply(slot.gateway.apiUrl, method, path, body, REQUEST_MS);
@@ -193,7 +216,10 @@ describe('cluster fault injection (issue 17)', () => {
     const memberRng = rng(SEED + 1);
     const connectMember = async (member: Member): Promise<void> => {
       for (let attempt = 0; isRunning && !member.isLeaving && attempt < 100; attempt++) {
-        const target = attempt === 0 && member.client === null ? slots[member.slot] : memberRng.pick(upSlots().length > 0 ? upSlots() : slots);
+        const target =
+          attempt === 0 && member.client === null
+            ? slots[member.slot]
+            : memberRng.pick(upSlots().length > 0 ? upSlots() : slots);
         let client: LoadClient;
         try {
           client = await LoadClient.open(target.gateway.wsUrl, `user=${member.user}`, { ms: 5000 });
@@ -224,8 +250,22 @@ describe('cluster fault injection (issue 17)', () => {
         const via = memberRng.pick(upSlots().length > 0 ? upSlots() : slots);
         const privateKeys = Object.fromEntries(KEYS.map((key) => [key, {}]));
         for (let tries = 0; tries < 40 && client.isOpen; tries++) {
-          const topic = await request('subscribe', via, 'PUT', `/v1/connection/${client.cid}/subscriptions/${member.topic}`, undefined, { user: member.user, topic: member.topic });
-          const lattice = await request('subscribe', via, 'PUT', `/v1/connection/${client.cid}/lattices/${member.ns}`, { private: { [member.user]: privateKeys } }, { user: member.user, ns: member.ns });
+          const topic = await request(
+            'subscribe',
+            via,
+            'PUT',
+            `/v1/connection/${client.cid}/subscriptions/${member.topic}`,
+            undefined,
+            { user: member.user, topic: member.topic },
+          );
+          const lattice = await request(
+            'subscribe',
+            via,
+            'PUT',
+            `/v1/connection/${client.cid}/lattices/${member.ns}`,
+            { private: { [member.user]: privateKeys } },
+            { user: member.user, ns: member.ns },
+          );
           if (topic.reply?.status === 204 && lattice.reply?.status === 204) {
             if (client.isOpen) member.intervals.push({ from: topic.ackAt, to: null, slot: target.index });
             return;
@@ -237,10 +277,18 @@ describe('cluster fault injection (issue 17)', () => {
     };
 
     // Watchers: one per node, watching every member (SPEC §7 presence).
-    const watchers: Watcher[] = slots.map((slot) => ({ user: `w${slot.index}`, slot: slot.index, client: null, view: new Map() }));
+    const watchers: Watcher[] = slots.map((slot) => ({
+      user: `w${slot.index}`,
+      slot: slot.index,
+      client: null,
+      view: new Map(),
+    }));
     const connectWatcher = async (watcher: Watcher): Promise<void> => {
       for (let attempt = 0; attempt < 200 && !isOver; attempt++) {
-        const slot = slots[watcher.slot].state === 'up' ? slots[watcher.slot] : memberRng.pick(upSlots().length > 0 ? upSlots() : slots);
+        const slot =
+          slots[watcher.slot].state === 'up'
+            ? slots[watcher.slot]
+            : memberRng.pick(upSlots().length > 0 ? upSlots() : slots);
         let client: LoadClient;
         try {
           client = await LoadClient.open(slot.gateway.wsUrl, `user=${watcher.user}`, { ms: 5000 });
@@ -252,9 +300,12 @@ describe('cluster fault injection (issue 17)', () => {
         watcher.client = client;
         client.onFrame = (frame: Frame) => {
           if (frame[0] !== 'lattice' || frame[1].namespace !== 'gateway.user') return;
-          for (const [user, value] of Object.entries(frame[2] as Record<string, { status_register: [number, string] }>)) {
+          for (const [user, value] of Object.entries(
+            frame[2] as Record<string, { status_register: [number, string] }>,
+          )) {
             const known = watcher.view.get(user);
-            if (known === undefined || value.status_register[0] >= known[0]) watcher.view.set(user, value.status_register);
+            if (known === undefined || value.status_register[0] >= known[0])
+              watcher.view.set(user, value.status_register);
           }
         };
         client.socket.once('close', () => {
@@ -263,7 +314,14 @@ describe('cluster fault injection (issue 17)', () => {
           if (!isOver) void hold(100 + memberRng.int(400)).then(() => connectWatcher(watcher));
         });
         for (let tries = 0; tries < 40 && client.isOpen; tries++) {
-          const op = await request('subscribe', slot, 'PUT', `/v1/connection/${client.cid}/users`, members.map((m) => m.user), { user: watcher.user });
+          const op = await request(
+            'subscribe',
+            slot,
+            'PUT',
+            `/v1/connection/${client.cid}/users`,
+            members.map((m) => m.user),
+            { user: watcher.user },
+          );
           if (op.reply?.status === 204) return;
           await hold(250);
         }
@@ -299,7 +357,14 @@ describe('cluster fault injection (issue 17)', () => {
         const ns = `ns${r.int(NAMESPACES)}`;
         const key = r.pick(KEYS);
         const token = `w${nextToken++}`;
-        await request('write', slot, 'POST', `/v1/lattice/${ns}`, { shared: { [key]: { items_set: [token] } } }, { ns, key, token });
+        await request(
+          'write',
+          slot,
+          'POST',
+          `/v1/lattice/${ns}`,
+          { shared: { [key]: { items_set: [token] } } },
+          { ns, key, token },
+        );
         await hold(WRITE_EVERY_MS);
       }
     });
@@ -333,7 +398,14 @@ describe('cluster fault injection (issue 17)', () => {
           await sentinel.cutReplica();
           await hold(FAILOVER_LOSS_MS);
         }
-        const fault: Fault = { kind, slot: slot?.index ?? null, node: slot?.nodeId ?? null, start: Date.now(), recovered: 0, end: 0 };
+        const fault: Fault = {
+          kind,
+          slot: slot?.index ?? null,
+          node: slot?.nodeId ?? null,
+          start: Date.now(),
+          recovered: 0,
+          end: 0,
+        };
         faults.push(fault);
         if (kind === 'kill-node' && slot !== null) {
           slot.state = 'killed';
@@ -386,8 +458,17 @@ describe('cluster fault injection (issue 17)', () => {
     const quietAt = Date.now();
 
     // Every member that did not leave is connected and subscribed again.
-    const resubscribed = await until(() => members.every((m) => m.isLeaving || (m.client?.isOpen === true && m.intervals.some((i) => i.to === null))), 20_000);
-    checks.check('every remaining member connected and subscribed after the faults', resubscribed, members.filter((m) => !m.isLeaving && !(m.client?.isOpen && m.intervals.some((i) => i.to === null))).map((m) => m.user));
+    const resubscribed = await until(
+      () => members.every((m) => m.isLeaving || (m.client?.isOpen === true && m.intervals.some((i) => i.to === null))),
+      20_000,
+    );
+    checks.check(
+      'every remaining member connected and subscribed after the faults',
+      resubscribed,
+      members
+        .filter((m) => !m.isLeaving && !(m.client?.isOpen && m.intervals.some((i) => i.to === null)))
+        .map((m) => m.user),
+    );
 
     // Presence converges within 15 s: connected users active on every node's watcher. A leaver
     // closed its last connection while active, so SPEC §8 keeps it active until its deadline
@@ -403,7 +484,10 @@ describe('cluster fault injection (issue 17)', () => {
         members
           .map((m) => [m.user, m.isLeaving ? (leaverStatus(m.user) ?? 'the same on every node') : 'active'] as const)
           .filter(([user, status]) => w.view.get(user)?.[1] !== status)
-          .map(([user, status]) => `${w.user}@${w.slot}: ${user} ${w.view.get(user)?.[1] ?? 'unknown'} (expected ${status})`),
+          .map(
+            ([user, status]) =>
+              `${w.user}@${w.slot}: ${user} ${w.view.get(user)?.[1] ?? 'unknown'} (expected ${status})`,
+          ),
       );
     const converged = await until(() => disagreements().length === 0, PRESENCE_MS);
     const presenceSeconds = (Date.now() - quietAt) / 1000;
@@ -417,7 +501,9 @@ describe('cluster fault injection (issue 17)', () => {
       for (let n = 0; n < NAMESPACES; n++) {
         const ns = `ns${n}`;
         const state = await readNamespace(slot, ns, `reader${slot.index}_${n}`, clients);
-        const missing = acked.filter((op) => op.detail.ns === ns && !(state[op.detail.key as string] ?? []).includes(op.detail.token as string));
+        const missing = acked.filter(
+          (op) => op.detail.ns === ns && !(state[op.detail.key as string] ?? []).includes(op.detail.token as string),
+        );
         readBack.push({ node: slot.nodeId, missing, state });
       }
     }
@@ -427,21 +513,42 @@ describe('cluster fault injection (issue 17)', () => {
     for (let n = 0; n < NAMESPACES; n++) {
       const ns = `ns${n}`;
       const state = await readNamespace(fresh, ns, `reader9_${n}`, clients);
-      readBack.push({ node: fresh.nodeId, missing: acked.filter((op) => op.detail.ns === ns && !(state[op.detail.key as string] ?? []).includes(op.detail.token as string)), state });
+      readBack.push({
+        node: fresh.nodeId,
+        missing: acked.filter(
+          (op) => op.detail.ns === ns && !(state[op.detail.key as string] ?? []).includes(op.detail.token as string),
+        ),
+        state,
+      });
     }
     const lost = readBack.flatMap((read) => read.missing.map((op) => ({ read_on: read.node, ...opView(op) })));
-    checks.check('no acknowledged lattice write lost (read by fresh connections on every node)', lost.length === 0, { lost: lost.slice(0, 10), count: lost.length });
-    const views = [...slots, fresh].map((slot) => JSON.stringify(readBack.filter((read) => read.node === slot.nodeId).map((read) => sortedState(read.state))));
-    checks.check('every node reads the same lattice state', views.every((view) => view === views[0]), views.map((view) => view.length));
+    checks.check('no acknowledged lattice write lost (read by fresh connections on every node)', lost.length === 0, {
+      lost: lost.slice(0, 10),
+      count: lost.length,
+    });
+    const views = [...slots, fresh].map((slot) =>
+      JSON.stringify(readBack.filter((read) => read.node === slot.nodeId).map((read) => sortedState(read.state))),
+    );
+    checks.check(
+      'every node reads the same lattice state',
+      views.every((view) => view === views[0]),
+      views.map((view) => view.length),
+    );
 
     // Topic messages: per publisher, no duplicate and no reordering at any subscriber.
     const disorder: string[] = [];
     for (const member of members) {
       for (const [p, seqs] of member.received) {
-        for (let i = 1; i < seqs.length; i++) if (seqs[i] <= seqs[i - 1]) disorder.push(`${member.user} from publisher ${p}: ${seqs[i - 1]} then ${seqs[i]}`);
+        for (let i = 1; i < seqs.length; i++)
+          if (seqs[i] <= seqs[i - 1])
+            disorder.push(`${member.user} from publisher ${p}: ${seqs[i - 1]} then ${seqs[i]}`);
       }
     }
-    checks.check('no duplicate and no reordering of topic messages per publisher', disorder.length === 0, disorder.slice(0, 10));
+    checks.check(
+      'no duplicate and no reordering of topic messages per publisher',
+      disorder.length === 0,
+      disorder.slice(0, 10),
+    );
 
     // Delivery: a publish acknowledged outside every fault window reached every subscriber subscribed throughout.
     const publishes = ops.filter((op) => op.kind === 'publish' && op.reply?.status === 204);
@@ -451,46 +558,81 @@ describe('cluster fault injection (issue 17)', () => {
     for (const op of calm) {
       for (const member of members) {
         if (member.topic !== op.detail.topic) continue;
-        const isSubscribed = member.intervals.some((i) => i.from <= op.sentAt && (i.to === null || i.to >= op.ackAt + DELIVERY_MS));
+        const isSubscribed = member.intervals.some(
+          (i) => i.from <= op.sentAt && (i.to === null || i.to >= op.ackAt + DELIVERY_MS),
+        );
         if (!isSubscribed) continue;
         deliveriesChecked++;
-        if (!(member.received.get(op.detail.p as number) ?? []).includes(op.detail.s as number)) missed.push({ member: member.user, ...opView(op) });
+        if (!(member.received.get(op.detail.p as number) ?? []).includes(op.detail.s as number))
+          missed.push({ member: member.user, ...opView(op) });
       }
     }
-    checks.check('every publish outside fault windows reached every subscriber', missed.length === 0 && deliveriesChecked > 0, { missed: missed.slice(0, 10), count: missed.length, checked: deliveriesChecked });
+    checks.check(
+      'every publish outside fault windows reached every subscriber',
+      missed.length === 0 && deliveriesChecked > 0,
+      { missed: missed.slice(0, 10), count: missed.length, checked: deliveriesChecked },
+    );
 
     // SPEC §13.1: after a rollback, once every node is back on Redis, no acknowledged publish is skipped
     // (until the next fault begins): offsets of the rolled-back epoch must not be handed out again.
-    const afterRollbacks = faults.flatMap((f, i) => (f.kind === 'rollback-redis' || f.kind === 'failover-redis' ? [{ from: f.recovered, to: faults[i + 1]?.start ?? quietAt }] : []));
+    const afterRollbacks = faults.flatMap((f, i) =>
+      f.kind === 'rollback-redis' || f.kind === 'failover-redis'
+        ? [{ from: f.recovered, to: faults[i + 1]?.start ?? quietAt }]
+        : [],
+    );
     const skipped: Array<Record<string, unknown>> = [];
     let rollbackDeliveries = 0;
     for (const op of publishes) {
       if (!afterRollbacks.some((w) => op.sentAt >= w.from && op.ackAt + DELIVERY_MS <= w.to)) continue;
       for (const member of members) {
-        if (member.topic !== op.detail.topic || !member.intervals.some((i) => i.from <= op.sentAt && (i.to === null || i.to >= op.ackAt + DELIVERY_MS))) continue;
+        if (
+          member.topic !== op.detail.topic ||
+          !member.intervals.some((i) => i.from <= op.sentAt && (i.to === null || i.to >= op.ackAt + DELIVERY_MS))
+        )
+          continue;
         rollbackDeliveries++;
-        if (!(member.received.get(op.detail.p as number) ?? []).includes(op.detail.s as number)) skipped.push({ member: member.user, ...opView(op) });
+        if (!(member.received.get(op.detail.p as number) ?? []).includes(op.detail.s as number))
+          skipped.push({ member: member.user, ...opView(op) });
       }
     }
-    checks.check('every publish acknowledged after a Redis rollback or failover reached every subscriber (SPEC §13.1)', skipped.length === 0 && rollbackDeliveries > 0, { skipped: skipped.slice(0, 10), count: skipped.length, checked: rollbackDeliveries });
+    checks.check(
+      'every publish acknowledged after a Redis rollback or failover reached every subscriber (SPEC §13.1)',
+      skipped.length === 0 && rollbackDeliveries > 0,
+      { skipped: skipped.slice(0, 10), count: skipped.length, checked: rollbackDeliveries },
+    );
 
     // Statuses: 204, or the documented 503s; a refused or unanswered request only to a node that was killed or stopped then.
     const unexpected = ops.filter((op) => {
       const reply = op.reply;
       if (reply === null) return true;
       if (reply.status === 204) return false;
-      if (reply.status === 503 && (reply.error === 'cluster_unavailable' || reply.error === 'owner_unreachable')) return false;
-      if (reply.failure !== null) return !faults.some((f) => f.slot === op.slot && (f.kind === 'kill-node' || f.kind === 'stop-node') && overlaps(op.sentAt, op.ackAt, f));
+      if (reply.status === 503 && (reply.error === 'cluster_unavailable' || reply.error === 'owner_unreachable'))
+        return false;
+      if (reply.failure !== null)
+        return !faults.some(
+          (f) =>
+            f.slot === op.slot &&
+            (f.kind === 'kill-node' || f.kind === 'stop-node') &&
+            overlaps(op.sentAt, op.ackAt, f),
+        );
       return true;
     });
-    checks.check('no status other than 204 and the documented 503s; failures only at killed or stopped nodes', unexpected.length === 0, unexpected.slice(0, 10).map(opView));
+    checks.check(
+      'no status other than 204 and the documented 503s; failures only at killed or stopped nodes',
+      unexpected.length === 0,
+      unexpected.slice(0, 10).map(opView),
+    );
 
     // Exits: only the processes the nemesis killed, by its SIGKILL.
     const exits = slots.flatMap((slot) => [
       ...slot.retired.map((g) => ({ node: slot.index, alive: g.alive, expected: 'killed' })),
       { node: slot.index, alive: slot.gateway.alive, expected: 'alive' },
     ]);
-    checks.check('no unexpected exit', exits.every((e) => (e.expected === 'alive' ? e.alive : !e.alive)), exits);
+    checks.check(
+      'no unexpected exit',
+      exits.every((e) => (e.expected === 'alive' ? e.alive : !e.alive)),
+      exits,
+    );
     const errorLines = slots.flatMap((slot) => [...slot.retired, slot.gateway].flatMap((g) => g.errorLines));
     checks.check('no error-level log line', errorLines.length === 0, errorLines.slice(0, 5));
 
@@ -498,14 +640,24 @@ describe('cluster fault injection (issue 17)', () => {
     const usage = await redisUsage(usageUrl());
     const nodeIdsEver = slots.reduce((n, slot) => n + slot.generation + 1, 0);
     const keyBound = MEMBERS + 2 * NODES + (NODES + 1) * NAMESPACES + 5 * (nodeIdsEver + 1) + 3 * NAMESPACES + 10;
-    checks.check('Redis keys bounded', usage.keys <= keyBound, { keys: usage.keys, bound: keyBound, names: usage.keyNames.slice(0, 40) });
-    checks.check('Redis memory bounded (< 32 MiB)', usage.usedMemoryBytes < 32 * 1024 * 1024, mib(usage.usedMemoryBytes));
+    checks.check('Redis keys bounded', usage.keys <= keyBound, {
+      keys: usage.keys,
+      bound: keyBound,
+      names: usage.keyNames.slice(0, 40),
+    });
+    checks.check(
+      'Redis memory bounded (< 32 MiB)',
+      usage.usedMemoryBytes < 32 * 1024 * 1024,
+      mib(usage.usedMemoryBytes),
+    );
 
     const figures = {
       seed: SEED,
       nodes: NODES,
       members: MEMBERS,
-      faults: faults.map((f) => `${f.kind}${f.slot === null ? '' : `@${f.node}`} ${((f.recovered - f.start) / 1000).toFixed(1)} s`),
+      faults: faults.map(
+        (f) => `${f.kind}${f.slot === null ? '' : `@${f.node}`} ${((f.recovered - f.start) / 1000).toFixed(1)} s`,
+      ),
       publishes: published,
       publishes_acked: publishes.length,
       deliveries_checked: deliveriesChecked,
@@ -513,7 +665,11 @@ describe('cluster fault injection (issue 17)', () => {
       lattice_writes: writes.length,
       lattice_writes_acked: acked.length,
       lattice_writes_checked: acked.length * (slots.length + 1),
-      statuses: countBy(ops.map((op) => (op.reply?.failure ? 'failure' : `${op.reply?.status}${op.reply?.error ? ' ' + op.reply.error : ''}`))),
+      statuses: countBy(
+        ops.map((op) =>
+          op.reply?.failure ? 'failure' : `${op.reply?.status}${op.reply?.error ? ' ' + op.reply.error : ''}`,
+        ),
+      ),
       node_restart_ms: boots,
       member_reconnects: members.reduce((n, m) => n + m.reconnects, 0),
       presence_converged_s: presenceSeconds,
@@ -526,7 +682,12 @@ describe('cluster fault injection (issue 17)', () => {
     try {
       checks.assertAll();
     } catch (err) {
-      const timeline = faults.map((f) => `  ${f.kind}${f.slot === null ? '' : ` node ${f.node}`}: ${iso(f.start)} → recovered ${iso(f.recovered)}, window to ${iso(f.end)}`).join('\n');
+      const timeline = faults
+        .map(
+          (f) =>
+            `  ${f.kind}${f.slot === null ? '' : ` node ${f.node}`}: ${iso(f.start)} → recovered ${iso(f.recovered)}, window to ${iso(f.end)}`,
+        )
+        .join('\n');
       throw new Error(`replay with RELIABILITY_SEED=${SEED}\nfaults:\n${timeline}\n${(err as Error).message}`);
     }
   }
@@ -545,7 +706,11 @@ function countBy(values: readonly string[]): Record<string, number> {
 }
 
 function sortedState(state: Record<string, string[]>): Record<string, string[]> {
-  return Object.fromEntries(Object.keys(state).sort().map((key) => [key, [...state[key]].sort()]));
+  return Object.fromEntries(
+    Object.keys(state)
+      .sort()
+      .map((key) => [key, [...state[key]].sort()]),
+  );
 }
 
 /** Poll `check` every 100 ms; true once it holds, false after `ms`. */
@@ -558,11 +723,18 @@ async function until(check: () => boolean, ms: number): Promise<boolean> {
   return true;
 }
 
-async function untilEveryNodeSeesRedis(slots: readonly Slot[], state: 'up' | 'down' = 'up', ms = 15_000): Promise<void> {
+async function untilEveryNodeSeesRedis(
+  slots: readonly Slot[],
+  state: 'up' | 'down' = 'up',
+  ms = 15_000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (const slot of slots) {
     for (;;) {
-      const body = (await fetch(slot.gateway.apiUrl + '/health/ready').then((res) => res.json(), () => ({}))) as { info?: { cluster?: { redis?: string } } };
+      const body = (await fetch(slot.gateway.apiUrl + '/health/ready').then(
+        (res) => res.json(),
+        () => ({}),
+      )) as { info?: { cluster?: { redis?: string } } };
       if (body.info?.cluster?.redis === state) break;
       if (Date.now() > deadline) throw new Error(`node ${slot.nodeId} did not report redis ${state} within ${ms} ms`);
       await hold(50);
@@ -571,13 +743,24 @@ async function untilEveryNodeSeesRedis(slots: readonly Slot[], state: 'up' | 'do
 }
 
 /** A fresh connection on `slot` subscribes to `ns` through that node and returns its snapshot: key → items_set. */
-async function readNamespace(slot: Slot, ns: string, user: string, clients: Set<LoadClient>): Promise<Record<string, string[]>> {
+async function readNamespace(
+  slot: Slot,
+  ns: string,
+  user: string,
+  clients: Set<LoadClient>,
+): Promise<Record<string, string[]>> {
   const client = await LoadClient.open(slot.gateway.wsUrl, `user=${user}`);
   clients.add(client);
   const snapshot = new Promise<Frame>((resolve) => {
     client.onFrame = (frame) => frame[0] === 'lattice' && frame[1].namespace === ns && resolve(frame);
   });
-  const reply = await apiReply(slot.gateway.apiUrl, 'PUT', `/v1/connection/${client.cid}/lattices/${ns}`, { private: { [user]: Object.fromEntries(KEYS.map((key) => [key, {}])) } }, REQUEST_MS);
+  const reply = await apiReply(
+    slot.gateway.apiUrl,
+    'PUT',
+    `/v1/connection/${client.cid}/lattices/${ns}`,
+    { private: { [user]: Object.fromEntries(KEYS.map((key) => [key, {}])) } },
+    REQUEST_MS,
+  );
   if (reply.status !== 204) throw new Error(`reading ${ns} on ${slot.nodeId}: ${JSON.stringify(reply)}`);
   const frame = await within(snapshot, `the ${ns} snapshot on ${slot.nodeId}`, 10_000);
   await client.close();

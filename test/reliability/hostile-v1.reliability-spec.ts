@@ -30,7 +30,27 @@ const PARSER = [400, 404, 431];
 const OK_PATHS = new Set(['/metrics', '/health/live', '/health/ready', '/openapi.json']);
 
 function segment(r: Rng): string {
-  return r.pick(['room', 'a:b', 'x_y-z', 'A1', '', '.', '..', 'a.b', 'a,b', '%2F', '%zz', '%00', 'é', '%C3%A9', 'gateway', '日本', '*', 'x'.repeat(70), '~']);
+  return r.pick([
+    'room',
+    'a:b',
+    'x_y-z',
+    'A1',
+    '',
+    '.',
+    '..',
+    'a.b',
+    'a,b',
+    '%2F',
+    '%zz',
+    '%00',
+    'é',
+    '%C3%A9',
+    'gateway',
+    '日本',
+    '*',
+    'x'.repeat(70),
+    '~',
+  ]);
 }
 
 function name(r: Rng): string {
@@ -53,7 +73,7 @@ function jsonBody(r: Rng): string {
     '{"a":',
     '{"a":1}}',
     '\u00ff\u00fe',
-    '[' .repeat(500) + ']'.repeat(500),
+    '['.repeat(500) + ']'.repeat(500),
     '{"shared":' + '{"a":'.repeat(300) + '1' + '}'.repeat(301),
     JSON.stringify({ big: 'x'.repeat(MAX_PAYLOAD_BYTES) }),
     '',
@@ -80,14 +100,26 @@ function routePath(r: Rng, cid: string): [string, string] {
 
 function bodyHeaders(r: Rng, body: Buffer | undefined): { lines: string[]; body: Buffer | undefined } {
   const lines: string[] = [];
-  const type = r.pick(['application/json', 'application/json', 'application/json; charset=utf-8', 'text/plain', 'application/json; charset=latin1', '', null]);
+  const type = r.pick([
+    'application/json',
+    'application/json',
+    'application/json; charset=utf-8',
+    'text/plain',
+    'application/json; charset=latin1',
+    '',
+    null,
+  ]);
   if (type !== null) lines.push(`Content-Type: ${type}`);
   if (body === undefined) return { lines, body };
   if (r.chance(0.3)) {
     lines.push('Transfer-Encoding: chunked');
     const cut = r.int(body.length + 1);
-    const chunk = (b: Buffer): string => (b.length === 0 ? '' : `${b.length.toString(16)}\r\n${b.toString('latin1')}\r\n`);
-    return { lines, body: Buffer.from(chunk(body.subarray(0, cut)) + chunk(body.subarray(cut)) + '0\r\n\r\n', 'latin1') };
+    const chunk = (b: Buffer): string =>
+      b.length === 0 ? '' : `${b.length.toString(16)}\r\n${b.toString('latin1')}\r\n`;
+    return {
+      lines,
+      body: Buffer.from(chunk(body.subarray(0, cut)) + chunk(body.subarray(cut)) + '0\r\n\r\n', 'latin1'),
+    };
   }
   lines.push(`Content-Length: ${body.length}`);
   return { lines, body };
@@ -96,7 +128,8 @@ function bodyHeaders(r: Rng, body: Buffer | undefined): { lines: string[]; body:
 /** Anything: route shapes, random methods, bodies, headers, broken request lines. */
 function fuzzRequest(r: Rng, cid: string): Req {
   let [method, path] = routePath(r, cid);
-  if (r.chance(0.3)) method = r.pick(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'XXX', 'put', 'M-SEARCH']);
+  if (r.chance(0.3))
+    method = r.pick(['GET', 'HEAD', 'POST', 'PUT', 'DELETE', 'PATCH', 'OPTIONS', 'TRACE', 'XXX', 'put', 'M-SEARCH']);
   if (r.chance(0.05)) path += r.pick(['?x=1', '#f', '?', '%', '/../../etc/passwd']);
   const raw = r.chance(0.6) ? Buffer.from(jsonBody(r), 'latin1') : undefined;
   const { lines, body } = bodyHeaders(r, raw);
@@ -105,12 +138,35 @@ function fuzzRequest(r: Rng, cid: string): Req {
   if (oddity === 1) lines.push('Content-Length: 1', 'Content-Length: 2');
   if (oddity === 2) lines.push('this is not a header');
   if (oddity === 3) lines.push('Expect: 100-continue');
-  if (oddity === 4) return { kind: 'fuzz', parts: [Buffer.from(`${method} ${path} HTTP/9.9\r\n\r\n`)], ending: 'wait', allowed: PARSER };
-  if (oddity === 5) return { kind: 'fuzz', parts: [Buffer.from('\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03')], ending: 'wait', allowed: [...PARSER, 0] };
-  if (oddity === 6) return { kind: 'fuzz', parts: [Buffer.from('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n')], ending: 'wait', allowed: [404] };
+  if (oddity === 4)
+    return {
+      kind: 'fuzz',
+      parts: [Buffer.from(`${method} ${path} HTTP/9.9\r\n\r\n`)],
+      ending: 'wait',
+      allowed: PARSER,
+    };
+  if (oddity === 5)
+    return {
+      kind: 'fuzz',
+      parts: [Buffer.from('\x16\x03\x01\x02\x00\x01\x00\x01\xfc\x03\x03')],
+      ending: 'wait',
+      allowed: [...PARSER, 0],
+    };
+  if (oddity === 6)
+    return {
+      kind: 'fuzz',
+      parts: [Buffer.from('CONNECT 127.0.0.1:1 HTTP/1.1\r\nHost: 127.0.0.1:1\r\n\r\n')],
+      ending: 'wait',
+      allowed: [404],
+    };
   const okHere = OK_PATHS.has(path.split(/[?#]/)[0]) && (method === 'GET' || method === 'HEAD');
   const batch = path.split(/[?#]/)[0] === '/v1/batch' && method === 'POST';
-  return { kind: 'fuzz', parts: [requestBytes(method, path, lines, body)], ending: 'wait', allowed: [...ROUTED, ...PARSER, ...(okHere || batch ? [200] : [])] };
+  return {
+    kind: 'fuzz',
+    parts: [requestBytes(method, path, lines, body)],
+    ending: 'wait',
+    allowed: [...ROUTED, ...PARSER, ...(okHere || batch ? [200] : [])],
+  };
 }
 
 /** Bodies that are cut off, malformed or abandoned on endpoints that read a body (issue 11 defect 4). */
@@ -124,13 +180,44 @@ function brokenRequest(r: Rng, cid: string): Req {
   const json = 'Content-Type: application/json';
   switch (r.int(4)) {
     case 0:
-      return { kind: 'cut off, half-closed', parts: [requestBytes(method, path, [json, 'Content-Length: 100'], Buffer.from('{"a":'))], ending: 'half-close', allowed: [400, 0] };
+      return {
+        kind: 'cut off, half-closed',
+        parts: [requestBytes(method, path, [json, 'Content-Length: 100'], Buffer.from('{"a":'))],
+        ending: 'half-close',
+        allowed: [400, 0],
+      };
     case 1:
-      return { kind: 'malformed chunk size', parts: [requestBytes(method, path, [json, 'Transfer-Encoding: chunked'], Buffer.from('zz\r\n{"a":1}\r\n0\r\n\r\n'))], ending: 'wait', allowed: [400] };
+      return {
+        kind: 'malformed chunk size',
+        parts: [
+          requestBytes(method, path, [json, 'Transfer-Encoding: chunked'], Buffer.from('zz\r\n{"a":1}\r\n0\r\n\r\n')),
+        ],
+        ending: 'wait',
+        allowed: [400],
+      };
     case 2:
-      return { kind: 'chunk extension over 16 KiB', parts: [requestBytes(method, path, [json, 'Transfer-Encoding: chunked'], Buffer.from(`7;ext=${'e'.repeat(17 * 1024)}\r\n{"a":1}\r\n0\r\n\r\n`))], ending: 'wait', allowed: [400, 413] };
+      return {
+        kind: 'chunk extension over 16 KiB',
+        parts: [
+          requestBytes(
+            method,
+            path,
+            [json, 'Transfer-Encoding: chunked'],
+            Buffer.from(`7;ext=${'e'.repeat(17 * 1024)}\r\n{"a":1}\r\n0\r\n\r\n`),
+          ),
+        ],
+        ending: 'wait',
+        allowed: [400, 413],
+      };
     default:
-      return { kind: 'dropped mid-body', parts: [requestBytes(method, path, [json, 'Content-Length: 5000'], Buffer.from('{"a":"' + 'x'.repeat(r.int(3000))))], ending: 'drop', allowed: [-1] };
+      return {
+        kind: 'dropped mid-body',
+        parts: [
+          requestBytes(method, path, [json, 'Content-Length: 5000'], Buffer.from('{"a":"' + 'x'.repeat(r.int(3000)))),
+        ],
+        ending: 'drop',
+        allowed: [-1],
+      };
   }
 }
 
@@ -152,7 +239,12 @@ function foldedRequest(r: Rng, cid: string): Req {
     () => (path.endsWith('/users') ? path + '/' : path.replace(/\/([^/]+)$/, '//$1')),
   ];
   const lines = body === undefined ? [] : ['Content-Type: application/json', `Content-Length: ${body.length}`];
-  return { kind: 'folded path', parts: [requestBytes(method, r.pick(variants)(), lines, body === undefined ? undefined : Buffer.from(body))], ending: 'wait', allowed: [404] };
+  return {
+    kind: 'folded path',
+    parts: [requestBytes(method, r.pick(variants)(), lines, body === undefined ? undefined : Buffer.from(body))],
+    ending: 'wait',
+    allowed: [404],
+  };
 }
 
 /** With BACKEND_API_TOKEN: any parseable /v1 request without the right token, broken bodies included. */
@@ -161,10 +253,20 @@ function unauthenticatedRequest(r: Rng, cid: string): Req {
   const text = base.parts[0].toString('latin1');
   const [method, path] = text.split(' ');
   // Raw bytes outside ASCII in the path are refused by Node's parser (404) before any route or token check.
-  if (!/^\/v1\/[\x21-\x7e]*$/.test(path ?? '') || !/^[A-Z]+$/.test(method) || ['XXX', 'CONNECT'].includes(method) || /X-Huge|not a header|Content-Length: 1\r\nContent-Length: 2|HTTP\/9/.test(text)) {
+  if (
+    !/^\/v1\/[\x21-\x7e]*$/.test(path ?? '') ||
+    !/^[A-Z]+$/.test(method) ||
+    ['XXX', 'CONNECT'].includes(method) ||
+    /X-Huge|not a header|Content-Length: 1\r\nContent-Length: 2|HTTP\/9/.test(text)
+  ) {
     return unauthenticatedRequest(r, cid);
   }
-  const auth = r.pick(['', `Authorization: Bearer wrong-${TOKEN}\r\n`, 'Authorization: Basic dXNlcjpwYXNz\r\n', `Authorization: Bearer ${TOKEN.slice(0, -1)}\r\n`]);
+  const auth = r.pick([
+    '',
+    `Authorization: Bearer wrong-${TOKEN}\r\n`,
+    'Authorization: Basic dXNlcjpwYXNz\r\n',
+    `Authorization: Bearer ${TOKEN.slice(0, -1)}\r\n`,
+  ]);
   const parts = [Buffer.from(text.replace('Connection: close\r\n', `Connection: close\r\n${auth}`), 'latin1')];
   return { kind: 'no token', parts, ending: base.ending, allowed: base.ending === 'drop' ? [-1] : [401] };
 }
@@ -203,11 +305,20 @@ async function phase(gateway: GatewayProcess, count: number, make: () => Req): P
     const answer = await rawHttp(gateway.internalPort, req.parts, req.ending);
     const key = `${req.kind} → ${answer.status}`;
     statuses.set(key, (statuses.get(key) ?? 0) + 1);
-    if (!req.allowed.includes(answer.status)) violations.push(`${key} for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}: ${JSON.stringify(answer.head.slice(0, 100))}`);
+    if (!req.allowed.includes(answer.status))
+      violations.push(
+        `${key} for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}: ${JSON.stringify(answer.head.slice(0, 100))}`,
+      );
   });
   // An ordering barrier: a request answered after every one above was answered.
   await api(gateway.apiUrl, 'GET', '/health/live');
-  return { sent: count, seconds: (Date.now() - started) / 1000, statuses: Object.fromEntries([...statuses].sort()), violations, errorLines: gateway.errorLines.length - errorsBefore };
+  return {
+    sent: count,
+    seconds: (Date.now() - started) / 1000,
+    statuses: Object.fromEntries([...statuses].sort()),
+    violations,
+    errorLines: gateway.errorLines.length - errorsBefore,
+  };
 }
 
 interface KeptAliveResult extends PhaseResult {
@@ -223,7 +334,12 @@ interface KeptAliveResult extends PhaseResult {
  * pipelined) and reading their answers in order. A request that gets a reset or
  * a silent close where SPEC §5 gives it a status is a violation.
  */
-async function keptAlivePhase(gateway: GatewayProcess, count: number, depth: number, make: () => Req): Promise<KeptAliveResult> {
+async function keptAlivePhase(
+  gateway: GatewayProcess,
+  count: number,
+  depth: number,
+  make: () => Req,
+): Promise<KeptAliveResult> {
   const statuses = new Map<string, number>();
   const violations: string[] = [];
   const errorsBefore = gateway.errorLines.length;
@@ -243,7 +359,9 @@ async function keptAlivePhase(gateway: GatewayProcess, count: number, depth: num
       const batch = Array.from({ length: Math.min(depth, count - sent) }, make);
       sent += batch.length;
       const open = connection;
-      const answers = await Promise.all(batch.map((req) => open.send(req.parts[0], req.parts[0].toString('latin1', 0, 8).split(' ')[0])));
+      const answers = await Promise.all(
+        batch.map((req) => open.send(req.parts[0], req.parts[0].toString('latin1', 0, 8).split(' ')[0])),
+      );
       let closed = false;
       batch.forEach((req, i) => {
         const answer = answers[i];
@@ -253,8 +371,13 @@ async function keptAlivePhase(gateway: GatewayProcess, count: number, depth: num
         const key = `${req.kind} → ${answer.reset ? 'reset' : answer.status === 0 ? 'closed without an answer' : answer.status}`;
         statuses.set(key, (statuses.get(key) ?? 0) + 1);
         if (!req.allowed.includes(answer.status)) {
-          const together = depth === 1 ? '' : `; its batch: ${JSON.stringify(batch.map((b, j) => `${answers[j].status} ${b.parts[0].toString('latin1').slice(0, 120)}`))}`;
-          violations.push(`${key} (after ${previous}) for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}${together}`);
+          const together =
+            depth === 1
+              ? ''
+              : `; its batch: ${JSON.stringify(batch.map((b, j) => `${answers[j].status} ${b.parts[0].toString('latin1').slice(0, 120)}`))}`;
+          violations.push(
+            `${key} (after ${previous}) for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}${together}`,
+          );
         }
         previous = `${key} for ${JSON.stringify(req.parts[0].toString('latin1').slice(0, 160))}`;
       });
@@ -264,7 +387,15 @@ async function keptAlivePhase(gateway: GatewayProcess, count: number, depth: num
   await Promise.all(Array.from({ length: CONCURRENCY }, client));
   await api(gateway.apiUrl, 'GET', '/health/live');
   const seconds = (Date.now() - started) / 1000;
-  return { sent, seconds, statuses: Object.fromEntries([...statuses].sort()), violations, errorLines: gateway.errorLines.length - errorsBefore, resets, afterClose };
+  return {
+    sent,
+    seconds,
+    statuses: Object.fromEntries([...statuses].sort()),
+    violations,
+    errorLines: gateway.errorLines.length - errorsBefore,
+    resets,
+    afterClose,
+  };
 }
 
 describe('hostile /v1 (issue 11)', () => {
@@ -289,9 +420,14 @@ describe('hostile /v1 (issue 11)', () => {
     const broken = await phase(gateway, COUNTS.broken, () => brokenRequest(r, cid));
     const exact = await phase(gateway, COUNTS.exact, () => foldedRequest(r, cid));
     const keptAlive = await keptAlivePhase(gateway, COUNTS.keptAlive, 1, () => keptAliveRequest(r, cid, false));
-    const pipelined = await keptAlivePhase(gateway, COUNTS.pipelined, PIPELINE_DEPTH, () => keptAliveRequest(r, cid, true));
+    const pipelined = await keptAlivePhase(gateway, COUNTS.pipelined, PIPELINE_DEPTH, () =>
+      keptAliveRequest(r, cid, true),
+    );
     const all = [fuzz, broken, exact, keptAlive, pipelined];
-    const count500 = all.flatMap((p) => Object.entries(p.statuses)).filter(([k]) => / → 5\d\d$/.test(k)).reduce((n, [, v]) => n + v, 0);
+    const count500 = all
+      .flatMap((p) => Object.entries(p.statuses))
+      .filter(([k]) => / → 5\d\d$/.test(k))
+      .reduce((n, [, v]) => n + v, 0);
 
     // Still serving: a publish reaches the connected client.
     expect(await api(gateway.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/after/fuzz`)).toBe(204);
@@ -301,23 +437,59 @@ describe('hostile /v1 (issue 11)', () => {
     checks.check('never a 5xx', count500 === 0, count500);
     checks.check('fuzz: only SPEC statuses', fuzz.violations.length === 0, fuzz.violations.slice(0, 8));
     checks.check('fuzz: no error-level log line', fuzz.errorLines === 0, gateway.errorLines.slice(0, 3));
-    checks.check('broken/abandoned bodies: only 400 (or a closed socket)', broken.violations.length === 0, broken.violations.slice(0, 8));
-    checks.check('broken/abandoned bodies: no error-level log line (defect 4, fixed on branch of issue 12)', broken.errorLines === 0, `${broken.errorLines} error lines, e.g. ${JSON.stringify(gateway.errorLines.slice(-2))}`);
-    checks.check('exact paths: case-changed or slash-folded /v1 paths are 404 (defect 3, fixed on branch of issue 12)', exact.violations.length === 0, exact.violations.slice(0, 5));
-    checks.check('kept-alive connections: every request gets its SPEC status, never a reset or a silent close (issue 18)', keptAlive.violations.length === 0, `${keptAlive.resets} resets; ${JSON.stringify(keptAlive.violations.slice(0, 8))}`);
-    checks.check('pipelined requests: each gets its SPEC status, in order, up to the one whose answer closes (issue 18)', pipelined.violations.length === 0, `${pipelined.resets} resets; ${JSON.stringify(pipelined.violations.slice(0, 8))}`);
-    checks.check('kept-alive and pipelined: no error-level log line', keptAlive.errorLines + pipelined.errorLines === 0, gateway.errorLines.slice(0, 3));
+    checks.check(
+      'broken/abandoned bodies: only 400 (or a closed socket)',
+      broken.violations.length === 0,
+      broken.violations.slice(0, 8),
+    );
+    checks.check(
+      'broken/abandoned bodies: no error-level log line (defect 4, fixed on branch of issue 12)',
+      broken.errorLines === 0,
+      `${broken.errorLines} error lines, e.g. ${JSON.stringify(gateway.errorLines.slice(-2))}`,
+    );
+    checks.check(
+      'exact paths: case-changed or slash-folded /v1 paths are 404 (defect 3, fixed on branch of issue 12)',
+      exact.violations.length === 0,
+      exact.violations.slice(0, 5),
+    );
+    checks.check(
+      'kept-alive connections: every request gets its SPEC status, never a reset or a silent close (issue 18)',
+      keptAlive.violations.length === 0,
+      `${keptAlive.resets} resets; ${JSON.stringify(keptAlive.violations.slice(0, 8))}`,
+    );
+    checks.check(
+      'pipelined requests: each gets its SPEC status, in order, up to the one whose answer closes (issue 18)',
+      pipelined.violations.length === 0,
+      `${pipelined.resets} resets; ${JSON.stringify(pipelined.violations.slice(0, 8))}`,
+    );
+    checks.check(
+      'kept-alive and pipelined: no error-level log line',
+      keptAlive.errorLines + pipelined.errorLines === 0,
+      gateway.errorLines.slice(0, 3),
+    );
     checks.check('still serving: the client got a publish', JSON.stringify(await delivered) === '{"done":true}');
     checks.check('process alive', gateway.alive);
     await client.close();
     client = undefined;
     await gateway.stop();
 
-    gateway = await GatewayProcess.start({ UPSTREAM_URL: upstream.url, MAX_PAYLOAD_BYTES: String(MAX_PAYLOAD_BYTES), BACKEND_API_TOKEN: TOKEN });
+    gateway = await GatewayProcess.start({
+      UPSTREAM_URL: upstream.url,
+      MAX_PAYLOAD_BYTES: String(MAX_PAYLOAD_BYTES),
+      BACKEND_API_TOKEN: TOKEN,
+    });
     client = await LoadClient.open(gateway.wsUrl, 'user=u1');
     const token = await phase(gateway, COUNTS.token, () => unauthenticatedRequest(r, client!.cid));
-    checks.check('with BACKEND_API_TOKEN: nothing but 401', token.violations.length === 0, token.violations.slice(0, 8));
-    checks.check('with BACKEND_API_TOKEN: no error-level log line', token.errorLines === 0, gateway.errorLines.slice(0, 3));
+    checks.check(
+      'with BACKEND_API_TOKEN: nothing but 401',
+      token.violations.length === 0,
+      token.violations.slice(0, 8),
+    );
+    checks.check(
+      'with BACKEND_API_TOKEN: no error-level log line',
+      token.errorLines === 0,
+      gateway.errorLines.slice(0, 3),
+    );
 
     record('hostile-v1', {
       seed: SEED,

@@ -20,7 +20,12 @@ describe('SIGTERM under load (issue 11)', () => {
     const r = rng(SEED);
     upstream = await LoadUpstream.start();
     // Enough upstream sockets for every call to be in flight at once: each takes at most 1.5 s, far inside the grace.
-    gateway = await GatewayProcess.start({ UPSTREAM_URL: upstream.url, UPSTREAM_MAX_SOCKETS: String(CLIENTS * IN_FLIGHT_PER_CLIENT + 10), SHUTDOWN_GRACE: '10s', PING_INTERVAL: '60s' });
+    gateway = await GatewayProcess.start({
+      UPSTREAM_URL: upstream.url,
+      UPSTREAM_MAX_SOCKETS: String(CLIENTS * IN_FLIGHT_PER_CLIENT + 10),
+      SHUTDOWN_GRACE: '10s',
+      PING_INTERVAL: '60s',
+    });
     const clients: LoadClient[] = [];
     await pool(CLIENTS, 16, async (i) => void clients.push(await LoadClient.open(gateway.wsUrl, `user=u${i}`)));
 
@@ -30,7 +35,9 @@ describe('SIGTERM under load (issue 11)', () => {
     const loops = clients.map(async (client) => {
       const slot = async (): Promise<void> => {
         while (!stopping) {
-          const call = client.call('work', [], { delay_ms: 200 + r.int(1300) }, 20_000).catch((err: Error) => ['lost', {}, err.message] as Frame);
+          const call = client
+            .call('work', [], { delay_ms: 200 + r.int(1300) }, 20_000)
+            .catch((err: Error) => ['lost', {}, err.message] as Frame);
           calls.push(call);
           await call;
         }
@@ -47,8 +54,11 @@ describe('SIGTERM under load (issue 11)', () => {
     // The signal reaches the gateway asynchronously: ask until readiness turns (bounded), while calls are still in flight.
     const ready = await (async (): Promise<number | string> => {
       let last: number | string = 'no answer';
-      for (const deadline = Date.now() + 3000; Date.now() < deadline && last !== 503; ) {
-        last = await fetch(gateway.apiUrl + '/health/ready').then((res) => res.status, (err: Error) => err.message);
+      for (const deadline = Date.now() + 3000; Date.now() < deadline && last !== 503;) {
+        last = await fetch(gateway.apiUrl + '/health/ready').then(
+          (res) => res.status,
+          (err: Error) => err.message,
+        );
       }
       return last;
     })();
@@ -60,12 +70,28 @@ describe('SIGTERM under load (issue 11)', () => {
 
     const notResults = replies.filter((f) => f[0] !== 'result');
     checks.check('at least one call in flight per client at SIGTERM', inFlight >= CLIENTS, inFlight);
-    checks.check('every call sent before SIGTERM got its result', notResults.length === 0 && replies.length === sentBeforeSignal.count, notResults.slice(0, 5));
-    checks.check('every client closed with 1001', closes.every((c) => c?.code === 1001), closes.filter((c) => c?.code !== 1001).slice(0, 5));
+    checks.check(
+      'every call sent before SIGTERM got its result',
+      notResults.length === 0 && replies.length === sentBeforeSignal.count,
+      notResults.slice(0, 5),
+    );
+    checks.check(
+      'every client closed with 1001',
+      closes.every((c) => c?.code === 1001),
+      closes.filter((c) => c?.code !== 1001).slice(0, 5),
+    );
     checks.check('readiness 503 while draining', ready === 503, ready);
     checks.check('exit code 0', exit.code === 0 && exit.signal === null, exit);
     checks.check('no error-level log line', gateway.errorLines.length === 0, gateway.errorLines.slice(0, 3));
-    record('sigterm', { clients: CLIENTS, calls: replies.length, in_flight_at_sigterm: inFlight, drain_seconds: drainSeconds, ready_while_draining: ready, exit, checks: checks.summary });
+    record('sigterm', {
+      clients: CLIENTS,
+      calls: replies.length,
+      in_flight_at_sigterm: inFlight,
+      drain_seconds: drainSeconds,
+      ready_while_draining: ready,
+      exit,
+      checks: checks.summary,
+    });
     checks.assertAll();
   });
 });

@@ -21,7 +21,11 @@ describe('slow consumers among fast ones (issue 11)', () => {
   it('closes every slow consumer with 1008 slow_consumer while the fast ones lose nothing', async () => {
     const checks = new Checks();
     upstream = await LoadUpstream.start();
-    gateway = await GatewayProcess.start({ UPSTREAM_URL: upstream.url, CLIENT_QUEUE_MAX_BYTES: '256KiB', PING_INTERVAL: '60s' });
+    gateway = await GatewayProcess.start({
+      UPSTREAM_URL: upstream.url,
+      CLIENT_QUEUE_MAX_BYTES: '256KiB',
+      PING_INTERVAL: '60s',
+    });
     const fast: LoadClient[] = [];
     const slow: LoadClient[] = [];
     await pool(FAST + SLOW, 16, async (i) => {
@@ -37,7 +41,9 @@ describe('slow consumers among fast ones (issue 11)', () => {
     }
     const slowCids = new Set(slow.map((c) => c.cid));
     const slowClosedLines: Array<Record<string, unknown>> = [];
-    gateway.lineListeners.push((e) => void (e.msg === 'connection closed' && slowCids.has(String(e.connection_id)) && slowClosedLines.push(e)));
+    gateway.lineListeners.push(
+      (e) => void (e.msg === 'connection closed' && slowCids.has(String(e.connection_id)) && slowClosedLines.push(e)),
+    );
     for (const client of slow) (client.socket as unknown as { _socket: Socket })._socket.pause();
 
     // Half the slow clients read again as soon as every slow one is closed (well within the 5 s
@@ -48,7 +54,11 @@ describe('slow consumers among fast ones (issue 11)', () => {
     const started = Date.now();
     for (let seq = 0; seq < MESSAGES; seq++) {
       expect(await api(gateway.apiUrl, 'POST', '/v1/publish/feed', { seq, pad: PAD })).toBe(204);
-      if (!isResumed && seq % 25 === 0 && (await gateway.metrics()).get('gateway_slow_consumer_closes_total') === SLOW) {
+      if (
+        !isResumed &&
+        seq % 25 === 0 &&
+        (await gateway.metrics()).get('gateway_slow_consumer_closes_total') === SLOW
+      ) {
         isResumed = true;
         for (const client of resumed) (client.socket as unknown as { _socket: Socket })._socket.resume();
       }
@@ -60,25 +70,50 @@ describe('slow consumers among fast ones (issue 11)', () => {
     expect(await api(gateway.apiUrl, 'POST', '/v1/publish/feed', { seq: MESSAGES, pad: '' })).toBe(204);
     await Promise.all(
       fast.map(async (c) => {
-        for (const deadline = Date.now() + 30_000; (received.get(c)!.at(-1) ?? -1) < MESSAGES && Date.now() < deadline; ) await c.call('echo');
+        for (const deadline = Date.now() + 30_000; (received.get(c)!.at(-1) ?? -1) < MESSAGES && Date.now() < deadline;)
+          await c.call('echo');
       }),
     );
     const untilGauge = Date.now() + 15_000;
     while ((await gateway.gauges()).gateway_connections !== FAST && Date.now() < untilGauge) await fast[0].call('echo');
 
     const metrics = await gateway.metrics();
-    const lossy = fast.filter((c) => received.get(c)!.some((seq, i) => seq !== i) || received.get(c)!.length !== MESSAGES + 1);
-    checks.check('every fast client got every message in order', lossy.length === 0, lossy.map((c) => received.get(c)!.length));
-    checks.check('every fast client still connected', fast.every((c) => c.isOpen));
-    checks.check('every slow client closed (gauge back to the fast ones)', (await gateway.gauges()).gateway_connections === FAST, await gateway.gauges());
-    checks.check('gateway_slow_consumer_closes_total counts every slow client', metrics.get('gateway_slow_consumer_closes_total') === SLOW, metrics.get('gateway_slow_consumer_closes_total'));
-    checks.check('a slow client that reads again sees 1008 slow_consumer', resumedCloses.every((c) => c?.code === 1008 && c.reason === 'slow_consumer'), resumedCloses);
+    const lossy = fast.filter(
+      (c) => received.get(c)!.some((seq, i) => seq !== i) || received.get(c)!.length !== MESSAGES + 1,
+    );
+    checks.check(
+      'every fast client got every message in order',
+      lossy.length === 0,
+      lossy.map((c) => received.get(c)!.length),
+    );
+    checks.check(
+      'every fast client still connected',
+      fast.every((c) => c.isOpen),
+    );
+    checks.check(
+      'every slow client closed (gauge back to the fast ones)',
+      (await gateway.gauges()).gateway_connections === FAST,
+      await gateway.gauges(),
+    );
+    checks.check(
+      'gateway_slow_consumer_closes_total counts every slow client',
+      metrics.get('gateway_slow_consumer_closes_total') === SLOW,
+      metrics.get('gateway_slow_consumer_closes_total'),
+    );
+    checks.check(
+      'a slow client that reads again sees 1008 slow_consumer',
+      resumedCloses.every((c) => c?.code === 1008 && c.reason === 'slow_consumer'),
+      resumedCloses,
+    );
     checks.check(
       'each slow client has a "connection closed" log line saying 1008 slow_consumer',
       slowClosedLines.length === SLOW && slowClosedLines.every((e) => e.code === 1008 && e.reason === 'slow_consumer'),
       slowClosedLines,
     );
-    checks.check('no fast client was closed as slow', fast.every((c) => !slowCids.has(c.cid) && c.closeInfo === null));
+    checks.check(
+      'no fast client was closed as slow',
+      fast.every((c) => !slowCids.has(c.cid) && c.closeInfo === null),
+    );
     checks.check('no error-level log line', gateway.errorLines.length === 0, gateway.errorLines.slice(0, 3));
     record('slow-consumers', {
       fast: FAST,

@@ -28,7 +28,9 @@ function slowSocket(port: number, head: string): SlowSocket {
   socket.on('error', () => undefined);
   socket.on('data', (c: Buffer) => (received += c.toString('latin1')));
   let dribble: NodeJS.Timeout | undefined;
-  const connected = new Promise<void>((resolve) => socket.once('connect', () => resolve()).once('error', () => resolve()));
+  const connected = new Promise<void>((resolve) =>
+    socket.once('connect', () => resolve()).once('error', () => resolve()),
+  );
   socket.on('connect', () => {
     if (head === '') return;
     socket.write(head);
@@ -66,9 +68,11 @@ describe('slowloris, idle sockets and a connection flood (issue 11)', () => {
     for (const port of [gateway.publicPort, gateway.internalPort]) {
       for (let i = 0; i < SLOW_PER_LISTENER + IDLE_PER_LISTENER; i++) {
         const head =
-          i >= SLOW_PER_LISTENER ? '' : port === gateway.publicPort && i % 2 === 0
-            ? 'GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n'
-            : 'GET /health/live HTTP/1.1\r\nHost: x\r\n';
+          i >= SLOW_PER_LISTENER
+            ? ''
+            : port === gateway.publicPort && i % 2 === 0
+              ? 'GET / HTTP/1.1\r\nHost: x\r\nUpgrade: websocket\r\nConnection: Upgrade\r\nSec-WebSocket-Version: 13\r\n'
+              : 'GET /health/live HTTP/1.1\r\nHost: x\r\n';
         slow.push(slowSocket(port, head));
         // In batches: thousands of simultaneous SYNs overflow the kernel's accept queue (backlog 511),
         // leaving client sockets the kernel calls established but the gateway never accepted.
@@ -93,7 +97,10 @@ describe('slowloris, idle sockets and a connection flood (issue 11)', () => {
     while (Date.now() < legitUntil) {
       rounds++;
       await Promise.all([
-        timed('public health', async () => (await fetch(`http://127.0.0.1:${gateway.publicPort}/health/live`)).status === 200),
+        timed(
+          'public health',
+          async () => (await fetch(`http://127.0.0.1:${gateway.publicPort}/health/live`)).status === 200,
+        ),
         timed('internal health', async () => (await api(gateway.apiUrl, 'GET', '/health/ready')) === 200),
         timed('publish', async () => (await api(gateway.apiUrl, 'POST', '/v1/publish/legit', { n: rounds })) === 204),
         timed('ws call', async () => {
@@ -105,13 +112,25 @@ describe('slowloris, idle sockets and a connection flood (issue 11)', () => {
       ]);
     }
 
-    const closedAfter = await within(Promise.all(slow.map((s) => s.closedAfterMs)), 'every slow or idle socket to be closed by the gateway', 60_000);
+    const closedAfter = await within(
+      Promise.all(slow.map((s) => s.closedAfterMs)),
+      'every slow or idle socket to be closed by the gateway',
+      60_000,
+    );
     const answers = new Map<string, number>();
     for (const s of slow) answers.set(s.answer() || '(nothing)', (answers.get(s.answer() || '(nothing)') ?? 0) + 1);
     const late = closedAfter.filter((ms) => ms > CUT_WITHIN_MS).length;
     checks.check('every legitimate request served', failures.length === 0, failures.slice(0, 5));
-    checks.check(`every slow or idle socket cut within ${CUT_WITHIN_MS} ms`, late === 0, `${late} late, max ${Math.max(...closedAfter)} ms`);
-    checks.check('slow sockets answered 408 (idle ones may just be closed)', [...answers.keys()].every((k) => k === 'HTTP/1.1 408 Request Timeout' || k === '(nothing)'), Object.fromEntries(answers));
+    checks.check(
+      `every slow or idle socket cut within ${CUT_WITHIN_MS} ms`,
+      late === 0,
+      `${late} late, max ${Math.max(...closedAfter)} ms`,
+    );
+    checks.check(
+      'slow sockets answered 408 (idle ones may just be closed)',
+      [...answers.keys()].every((k) => k === 'HTTP/1.1 408 Request Timeout' || k === '(nothing)'),
+      Object.fromEntries(answers),
+    );
 
     // Flood: MAX_CONNECTIONS + extra WebSocket handshakes at once.
     const clients: LoadClient[] = [];
@@ -125,10 +144,21 @@ describe('slowloris, idle sockets and a connection flood (issue 11)', () => {
       }
     });
     const atPeak = (await gateway.gauges()).gateway_connections;
-    checks.check(`exactly MAX_CONNECTIONS (${MAX_CONNECTIONS}) accepted`, clients.length === MAX_CONNECTIONS && atPeak === MAX_CONNECTIONS, { accepted: clients.length, gauge: atPeak });
-    checks.check('the rest refused with 503', refused.get('handshake refused with 503') === FLOOD_EXTRA && refused.size === 1, Object.fromEntries(refused));
+    checks.check(
+      `exactly MAX_CONNECTIONS (${MAX_CONNECTIONS}) accepted`,
+      clients.length === MAX_CONNECTIONS && atPeak === MAX_CONNECTIONS,
+      { accepted: clients.length, gauge: atPeak },
+    );
+    checks.check(
+      'the rest refused with 503',
+      refused.get('handshake refused with 503') === FLOOD_EXTRA && refused.size === 1,
+      Object.fromEntries(refused),
+    );
     const probe = clients[0];
-    checks.check('accepted clients still served at the limit', (await probe.call('echo', ['at-limit']))[0] === 'result');
+    checks.check(
+      'accepted clients still served at the limit',
+      (await probe.call('echo', ['at-limit']))[0] === 'result',
+    );
     await Promise.all(clients.map((c) => c.close()));
     const after = await LoadClient.open(gateway.wsUrl, 'user=after');
     checks.check('a new client is accepted once the flood left', after.isOpen);
@@ -139,11 +169,20 @@ describe('slowloris, idle sockets and a connection flood (issue 11)', () => {
       slow_sockets: SLOW_PER_LISTENER * 2,
       idle_sockets: IDLE_PER_LISTENER * 2,
       headers_timeout_ms: HEADERS_TIMEOUT_MS,
-      slow_closed_after_ms: { p50: percentile(closedAfter, 50), p99: percentile(closedAfter, 99), max: Math.max(...closedAfter) },
+      slow_closed_after_ms: {
+        p50: percentile(closedAfter, 50),
+        p99: percentile(closedAfter, 99),
+        max: Math.max(...closedAfter),
+      },
       slow_answers: Object.fromEntries(answers),
       legit_requests: latencies.length,
       legit_latency_ms: { p50: percentile(latencies, 50), p99: percentile(latencies, 99), max: Math.max(...latencies) },
-      flood: { attempted: MAX_CONNECTIONS + FLOOD_EXTRA, accepted: clients.length, refused: Object.fromEntries(refused), gauge_at_peak: atPeak },
+      flood: {
+        attempted: MAX_CONNECTIONS + FLOOD_EXTRA,
+        accepted: clients.length,
+        refused: Object.fromEntries(refused),
+        gauge_at_peak: atPeak,
+      },
       checks: checks.summary,
     });
     checks.assertAll();

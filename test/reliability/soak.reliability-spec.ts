@@ -39,7 +39,11 @@ describe('soak (issue 11)', () => {
     upstream = await LoadUpstream.start();
     gateway = await GatewayProcess.start({ UPSTREAM_URL: upstream.url, LOG_LEVEL: 'info', PING_INTERVAL: '10s' });
     const opening = Date.now();
-    await pool(CONNECTIONS, 200, async (i) => void clients.push(await LoadClient.open(gateway.wsUrl, `user=soak${i % 5000}`, { ms: 60_000 })));
+    await pool(
+      CONNECTIONS,
+      200,
+      async (i) => void clients.push(await LoadClient.open(gateway.wsUrl, `user=soak${i % 5000}`, { ms: 60_000 })),
+    );
     const connectSeconds = (Date.now() - opening) / 1000;
     const nextSeq = new Map<LoadClient, number>();
     const gaps = new Map<LoadClient, number>();
@@ -68,7 +72,10 @@ describe('soak (issue 11)', () => {
     const publisher = (async () => {
       for (let k = 0; Date.now() < until; k++) {
         const topic = k % TOPICS;
-        const status = await api(gateway.apiUrl, 'POST', `/v1/publish/soak/${topic}`, { seq: published[topic], at: Date.now() });
+        const status = await api(gateway.apiUrl, 'POST', `/v1/publish/soak/${topic}`, {
+          seq: published[topic],
+          at: Date.now(),
+        });
         if (status !== 204) throw new Error(`publish answered ${status}`);
         published[topic]++;
         const due = begin + ((k + 1) * 1000) / PUBLISH_PER_SECOND;
@@ -89,7 +96,12 @@ describe('soak (issue 11)', () => {
       while (Date.now() < until) {
         await new Promise((resolve) => setTimeout(resolve, SAMPLE_EVERY_MS)); // sampling period
         const m = await gateway.metrics();
-        samples.push({ atS: (Date.now() - begin) / 1000, rssBytes: gateway.rssBytes(), heapBytes: m.get('nodejs_heap_size_used_bytes') ?? NaN, lagP99S: m.get('nodejs_eventloop_lag_p99_seconds') ?? NaN });
+        samples.push({
+          atS: (Date.now() - begin) / 1000,
+          rssBytes: gateway.rssBytes(),
+          heapBytes: m.get('nodejs_heap_size_used_bytes') ?? NaN,
+          lagP99S: m.get('nodejs_eventloop_lag_p99_seconds') ?? NaN,
+        });
         if (!warmDone && Date.now() - begin >= DURATION_MS * WARM_UP_FRACTION) {
           warmDone = true;
           warmHeap = await gateway.heapAfterGc();
@@ -103,11 +115,13 @@ describe('soak (issue 11)', () => {
 
     // Barrier: one last message per topic; every client has everything once it has its topic's last.
     for (let topic = 0; topic < TOPICS; topic++) {
-      expect(await api(gateway.apiUrl, 'POST', `/v1/publish/soak/${topic}`, { seq: published[topic], last: true })).toBe(204);
+      expect(
+        await api(gateway.apiUrl, 'POST', `/v1/publish/soak/${topic}`, { seq: published[topic], last: true }),
+      ).toBe(204);
       published[topic]++;
     }
     const complete = (): boolean => clients.every((c, i) => nextSeq.get(c) === published[i % TOPICS]);
-    for (const deadline = Date.now() + 60_000; !complete() && Date.now() < deadline; ) await clients[0].call('echo');
+    for (const deadline = Date.now() + 60_000; !complete() && Date.now() < deadline;) await clients[0].call('echo');
     const lost = clients.reduce((n, c, i) => n + (published[i % TOPICS] - (nextSeq.get(c) ?? 0)), 0);
     const delivered = clients.reduce((n, c) => n + (nextSeq.get(c) ?? 0), 0);
     const lags = samples.map((s) => s.lagP99S * 1000);
@@ -116,9 +130,21 @@ describe('soak (issue 11)', () => {
     checks.check(`${CONNECTIONS} connections opened`, clients.length === CONNECTIONS, clients.length);
     checks.check('zero lost messages', lost === 0 && gaps.size === 0, { lost, clientsWithGaps: gaps.size });
     checks.check('every call answered with its result', callFailures.length === 0, callFailures.slice(0, 5));
-    checks.check('every connection still open', clients.every((c) => c.isOpen), clients.filter((c) => !c.isOpen).length);
-    checks.check(`heap after GC flat after warm-up (within ${GROWTH_TOLERANCE * 100}%)`, endHeap <= warmHeap * (1 + GROWTH_TOLERANCE), { warmHeap, endHeap });
-    checks.check(`RSS flat after warm-up (within ${GROWTH_TOLERANCE * 100}%)`, endRss <= warmRss * (1 + GROWTH_TOLERANCE), { warmRss, endRss });
+    checks.check(
+      'every connection still open',
+      clients.every((c) => c.isOpen),
+      clients.filter((c) => !c.isOpen).length,
+    );
+    checks.check(
+      `heap after GC flat after warm-up (within ${GROWTH_TOLERANCE * 100}%)`,
+      endHeap <= warmHeap * (1 + GROWTH_TOLERANCE),
+      { warmHeap, endHeap },
+    );
+    checks.check(
+      `RSS flat after warm-up (within ${GROWTH_TOLERANCE * 100}%)`,
+      endRss <= warmRss * (1 + GROWTH_TOLERANCE),
+      { warmRss, endRss },
+    );
     checks.check('no error-level log line', gateway.errorLines.length === 0, gateway.errorLines.slice(0, 3));
     record('soak', {
       connections: CONNECTIONS,
@@ -132,8 +158,17 @@ describe('soak (issue 11)', () => {
       calls,
       call_failures: callFailures.length,
       heap_after_gc_mib: { after_warm_up: mib(warmHeap), end: mib(endHeap), growth_percent: growth(endHeap, warmHeap) },
-      rss_mib: { after_warm_up: mib(warmRss), end: mib(endRss), growth_percent: growth(endRss, warmRss), peak: mib(Math.max(...samples.map((s) => s.rssBytes))) },
-      event_loop_lag_p99_ms: { median_of_samples: percentile(lags, 50), max_of_samples: Math.max(...lags), note: 'prom-client nodejs_eventloop_lag_p99_seconds per scrape; its monitor resolution is 10 ms' },
+      rss_mib: {
+        after_warm_up: mib(warmRss),
+        end: mib(endRss),
+        growth_percent: growth(endRss, warmRss),
+        peak: mib(Math.max(...samples.map((s) => s.rssBytes))),
+      },
+      event_loop_lag_p99_ms: {
+        median_of_samples: percentile(lags, 50),
+        max_of_samples: Math.max(...lags),
+        note: 'prom-client nodejs_eventloop_lag_p99_seconds per scrape; its monitor resolution is 10 ms',
+      },
       samples: samples.map((s) => [Math.round(s.atS), mib(s.rssBytes), mib(s.heapBytes), Math.round(s.lagP99S * 1000)]),
       checks: checks.summary,
     });

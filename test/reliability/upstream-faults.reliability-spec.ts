@@ -12,21 +12,29 @@ const DURATION_MS = sized({ short: 8_000, full: 60_000 });
 const SLOW_SOCKETS = 2;
 const SLOW_QUEUE = 4;
 
-const http500 = (frame: Frame): boolean => frame[0] === 'error' && frame[1].error_kind === 'http_error' && frame[1].http_error === 500 && frame[2] === null;
+const http500 = (frame: Frame): boolean =>
+  frame[0] === 'error' && frame[1].error_kind === 'http_error' && frame[1].http_error === 500 && frame[2] === null;
 
 /** Method → [upstream fault, the SPEC §4.3 frame it must produce]. */
 const KINDS: Record<string, { method: string; kwargs?: Record<string, unknown>; ok: (f: Frame) => boolean }> = {
   ok: { method: 'echo', ok: (f) => f[0] === 'result' },
   hang: { method: 'hang', ok: http500 },
   reset: { method: 'reset', ok: http500 },
-  garbage: { method: 'garbage', ok: (f) => f[0] === 'error' && f[1].error_kind === 'data_error' && typeof f[2] === 'string' },
-  status503: { method: 'status.503', ok: (f) => f[0] === 'error' && f[1].http_error === 503 && JSON.stringify(f[2]) === '{"error":"scripted"}' },
+  garbage: {
+    method: 'garbage',
+    ok: (f) => f[0] === 'error' && f[1].error_kind === 'data_error' && typeof f[2] === 'string',
+  },
+  status503: {
+    method: 'status.503',
+    ok: (f) => f[0] === 'error' && f[1].http_error === 503 && JSON.stringify(f[2]) === '{"error":"scripted"}',
+  },
   down: { method: 'down.x', ok: http500 },
   junk: { method: 'junk.x', ok: http500 },
   slow: {
     method: 'slow.x',
     kwargs: { delay_ms: 300 },
-    ok: (f) => f[0] === 'result' || (f[0] === 'error' && f[1].error_kind === 'internal_error' && f[2] === 'too_many_requests'),
+    ok: (f) =>
+      f[0] === 'result' || (f[0] === 'error' && f[1].error_kind === 'internal_error' && f[2] === 'too_many_requests'),
   },
 };
 
@@ -78,7 +86,11 @@ handlers:
           const { method, kwargs } = KINDS[kind];
           // Slow calls go in bursts, past the destination's sockets and queue.
           const burst = kind === 'slow' ? 4 + r.int(8) : 1 + r.int(3);
-          const replies = await Promise.all(Array.from({ length: burst }, () => client.call(method, [kind], kwargs, 10_000).catch((err: Error) => ['timeout', {}, err.message] as Frame)));
+          const replies = await Promise.all(
+            Array.from({ length: burst }, () =>
+              client.call(method, [kind], kwargs, 10_000).catch((err: Error) => ['timeout', {}, err.message] as Frame),
+            ),
+          );
           for (const frame of replies) note(kind, frame);
         }
       }),
@@ -86,9 +98,20 @@ handlers:
     const gauges = await gateway.gauges();
     const closed = clients.filter((c) => !c.isOpen).map((c) => c.closeInfo);
     checks.check('every call got its SPEC §4.3 frame', wrong.length === 0, wrong.slice(0, 8));
-    checks.check('every kind of fault was exercised', Object.keys(KINDS).every((k) => [...outcomes.keys()].some((o) => o.startsWith(k + ' '))), [...outcomes.keys()]);
-    checks.check('the small queue refused some slow calls with too_many_requests', (outcomes.get('slow → error:internal_error:too_many_requests') ?? 0) > 0, Object.fromEntries(outcomes));
-    checks.check('no connection dropped', closed.length === 0 && gauges.gateway_connections === CLIENTS, { closed, gauges });
+    checks.check(
+      'every kind of fault was exercised',
+      Object.keys(KINDS).every((k) => [...outcomes.keys()].some((o) => o.startsWith(k + ' '))),
+      [...outcomes.keys()],
+    );
+    checks.check(
+      'the small queue refused some slow calls with too_many_requests',
+      (outcomes.get('slow → error:internal_error:too_many_requests') ?? 0) > 0,
+      Object.fromEntries(outcomes),
+    );
+    checks.check('no connection dropped', closed.length === 0 && gauges.gateway_connections === CLIENTS, {
+      closed,
+      gauges,
+    });
     checks.check('no error-level log line', gateway.errorLines.length === 0, gateway.errorLines.slice(0, 3));
     record('upstream-faults', {
       seed: SEED,

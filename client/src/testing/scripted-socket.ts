@@ -54,7 +54,9 @@ export class ScriptedSocket implements WebSocketLike {
   /** The resume offer this socket was opened with, decoded; null when it offered none. */
   offer(): unknown {
     const entry = this.protocols.find((protocol) => protocol.startsWith('gateway-resume.'));
-    return entry === undefined ? null : JSON.parse(Buffer.from(entry.slice('gateway-resume.'.length), 'base64url').toString('utf8'));
+    return entry === undefined
+      ? null
+      : JSON.parse(Buffer.from(entry.slice('gateway-resume.'.length), 'base64url').toString('utf8'));
   }
 
   message(topic: string, offset: number, data: unknown, epoch = 'E1'): void {

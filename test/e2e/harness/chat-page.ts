@@ -9,13 +9,20 @@ export const UI_MS = 15_000;
  * `errors` (but Chromium's own line for each refused WebSocket attempt while
  * a gateway restarts: the page itself logs nothing).
  */
-export async function joinChat(context: BrowserContext, url: string, user: string, errors: string[], options: { room?: string; viewport?: { width: number; height: number }; initScript?: string } = {}): Promise<Page> {
+export async function joinChat(
+  context: BrowserContext,
+  url: string,
+  user: string,
+  errors: string[],
+  options: { room?: string; viewport?: { width: number; height: number }; initScript?: string } = {},
+): Promise<Page> {
   const page = await context.newPage();
   if (options.viewport) await page.setViewportSize(options.viewport);
   if (options.initScript) await page.addInitScript(options.initScript);
   page.on('pageerror', (err) => errors.push(`${user}: ${err.message}`));
   page.on('console', (msg) => {
-    if (msg.type() === 'error' && !/^WebSocket connection to .* failed/.test(msg.text())) errors.push(`${user}: ${msg.text()}`);
+    if (msg.type() === 'error' && !/^WebSocket connection to .* failed/.test(msg.text()))
+      errors.push(`${user}: ${msg.text()}`);
   });
   await page.goto(url);
   await page.fill('#user', user);
@@ -33,6 +40,7 @@ export async function sendChat(page: Page, text: string): Promise<void> {
 }
 
 /** The member list entry of `user` with presence `status`, or a `:not(...)` of it. */
-export const member = (user: string, status: string): string => `#members li[data-user="${user}"]${status.startsWith(':') ? status : `[data-status="${status}"]`}`;
+export const member = (user: string, status: string): string =>
+  `#members li[data-user="${user}"]${status.startsWith(':') ? status : `[data-status="${status}"]`}`;
 /** Any presence but `offline` (active, or "away" once the activity window passed). */
 export const ONLINE = ':not([data-status="offline"])';

@@ -18,7 +18,11 @@ export function buildGateway(timeoutMs = 120_000): void {
   if (process.env[BUILT_FLAG] === '1') return;
   const tsc = require.resolve('typescript/bin/tsc', { paths: [PROJECT_ROOT] });
   try {
-    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], { cwd: PROJECT_ROOT, timeout: timeoutMs, stdio: 'pipe' });
+    execFileSync(process.execPath, [tsc, '-p', 'tsconfig.build.json'], {
+      cwd: PROJECT_ROOT,
+      timeout: timeoutMs,
+      stdio: 'pipe',
+    });
   } catch (err) {
     const out = err as { stdout?: Buffer; stderr?: Buffer; message: string };
     throw new Error(`build failed: ${out.message}\n${String(out.stdout ?? '')}${String(out.stderr ?? '')}`);
@@ -70,7 +74,14 @@ export class ChildGateway {
   static async start(env: Record<string, string>, ms = 10_000): Promise<ChildGateway> {
     const child = spawn(process.execPath, [MAIN_JS], {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        BACKEND_API_HOST: '127.0.0.1',
+        BACKEND_API_PORT: '0',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const gateway = new ChildGateway(child);
@@ -93,7 +104,9 @@ export class ChildGateway {
         }
       });
       child.stderr!.on('data', (chunk: Buffer) => (gateway.stderr += chunk.toString('utf8')));
-      child.once('exit', (code, signal) => reject(new Error(`gateway exited (${code ?? signal}) before starting: ${gateway.stderr}`)));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`gateway exited (${code ?? signal}) before starting: ${gateway.stderr}`)),
+      );
     });
     try {
       const line = await within(started, 'the "gateway started" log line of dist/main.js', ms);

@@ -17,7 +17,9 @@ function findChromium(): string | null {
 export const CHROMIUM = findChromium();
 
 if (CHROMIUM === null) {
-  const looked = process.env.CHROMIUM_PATH ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist` : 'no `chromium` on PATH and CHROMIUM_PATH unset';
+  const looked = process.env.CHROMIUM_PATH
+    ? `CHROMIUM_PATH=${process.env.CHROMIUM_PATH} does not exist`
+    : 'no `chromium` on PATH and CHROMIUM_PATH unset';
   const reason = `the demo browser tests need Chromium (${looked}); .ci/run installs Debian's: apt-get install -y chromium`;
   // CI installs it (.ci/run), so there its absence is a failure, not a reason to skip.
   if (process.env.CI === 'true') throw new Error(reason);
@@ -39,7 +41,15 @@ export async function launchChromium(): Promise<Browser> {
     const context = await chromium.launchPersistentContext(profileDir, {
       executablePath: CHROMIUM!,
       headless: true,
-      args: ['--no-sandbox', '--disable-gpu', '--disable-quic', '--no-first-run', '--disable-background-networking', '--disable-component-update', '--disable-sync'],
+      args: [
+        '--no-sandbox',
+        '--disable-gpu',
+        '--disable-quic',
+        '--no-first-run',
+        '--disable-background-networking',
+        '--disable-component-update',
+        '--disable-sync',
+      ],
       viewport: { width: 1100, height: 680 },
       timeout: 60_000,
     });

@@ -26,7 +26,15 @@ export class ProcessCluster {
 
   async start(nodeId: string): Promise<ChildGateway> {
     const child = await ChildGateway.start(
-      { UPSTREAM_URL: this.upstream.url, REDIS_URL: this.redisUrl, REDIS_PREFIX: this.prefix, NODE_ID: nodeId, LOG_LEVEL: 'info', SHUTDOWN_GRACE: '1s', ...this.env },
+      {
+        UPSTREAM_URL: this.upstream.url,
+        REDIS_URL: this.redisUrl,
+        REDIS_PREFIX: this.prefix,
+        NODE_ID: nodeId,
+        LOG_LEVEL: 'info',
+        SHUTDOWN_GRACE: '1s',
+        ...this.env,
+      },
       START_MS,
     );
     this.children.push(child);
@@ -38,7 +46,9 @@ export class ProcessCluster {
     const query = `user=${user}&at=${Math.random()}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     this.clients.push(client);
-    const auth = await this.upstream.nextRequest((r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query);
+    const auth = await this.upstream.nextRequest(
+      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
+    );
     return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
   }
 
@@ -54,13 +64,21 @@ export async function untilRedisState(apiUrl: string, state: 'up' | 'down', ms =
   for (;;) {
     const body = (await (await fetch(apiUrl + '/health/ready')).json()) as { info?: { cluster?: { redis?: string } } };
     if (body.info?.cluster?.redis === state) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${apiUrl} to report redis ${state}: ${JSON.stringify(body)}`);
+    if (Date.now() > deadline)
+      throw new Error(
+        `timed out after ${ms} ms waiting for ${apiUrl} to report redis ${state}: ${JSON.stringify(body)}`,
+      );
     await new Promise((resolve) => setTimeout(resolve, 20));
   }
 }
 
 /** Poll `check` against Redis until it returns true, within `ms`. */
-export async function untilRedisHas(redis: Redis, check: (redis: Redis) => Promise<boolean>, what: string, ms = 5000): Promise<void> {
+export async function untilRedisHas(
+  redis: Redis,
+  check: (redis: Redis) => Promise<boolean>,
+  what: string,
+  ms = 5000,
+): Promise<void> {
   const deadline = Date.now() + ms;
   for (;;) {
     if (await check(redis).catch(() => false)) return;
@@ -85,14 +103,18 @@ export class StatusMirror {
     const deadline = Date.now() + ms;
     while (this.latest.get(user)?.[1] !== status) {
       const left = deadline - Date.now();
-      if (left <= 0) throw new Error(`timed out after ${ms} ms waiting for ${user} to show ${status}; registers seen: ${JSON.stringify(this.seen)}`);
+      if (left <= 0)
+        throw new Error(
+          `timed out after ${ms} ms waiting for ${user} to show ${status}; registers seen: ${JSON.stringify(this.seen)}`,
+        );
       let frame: Frame;
       try {
         frame = await this.client.next(left);
       } catch {
         continue; // the deadline check above names what was missing
       }
-      if (frame[0] !== 'lattice' || frame[1].namespace !== 'gateway.user') throw new Error(`not a users lattice frame: ${JSON.stringify(frame)}`);
+      if (frame[0] !== 'lattice' || frame[1].namespace !== 'gateway.user')
+        throw new Error(`not a users lattice frame: ${JSON.stringify(frame)}`);
       for (const [id, value] of Object.entries(frame[2] as Record<string, { status_register: Register }>)) {
         this.seen.push([id, value.status_register]);
         this.latest.set(id, value.status_register);

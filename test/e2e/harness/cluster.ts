@@ -31,7 +31,13 @@ export async function startTestCluster(count: number, env: Record<string, string
   try {
     for (let i = 0; i < count; i++) {
       const nodeId = `node${String.fromCharCode(65 + i)}`;
-      nodes.push(await startTestGateway({ REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId, ...env }, undefined, upstream));
+      nodes.push(
+        await startTestGateway(
+          { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId, ...env },
+          undefined,
+          upstream,
+        ),
+      );
     }
   } catch (err) {
     await Promise.all(nodes.map((node) => node.close()));

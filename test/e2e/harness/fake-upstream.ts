@@ -29,7 +29,8 @@ export type RouteHandler = (req: RecordedRequest) => Reply | Promise<Reply>;
 export class FakeUpstream {
   readonly requests: RecordedRequest[] = [];
   private readonly routes = new Map<string, RouteHandler>();
-  private readonly waiters: Array<{ match: (r: RecordedRequest) => boolean; resolve: (r: RecordedRequest) => void }> = [];
+  private readonly waiters: Array<{ match: (r: RecordedRequest) => boolean; resolve: (r: RecordedRequest) => void }> =
+    [];
   private readonly server = http.createServer((req, res) => this.onRequest(req, res));
   private readonly hanging = new Set<http.ServerResponse>();
   url = '';

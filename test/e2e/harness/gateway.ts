@@ -39,10 +39,22 @@ export type ConfigFileText = string | ((upstreamUrl: string) => string);
  * on port 0, with a real fake upstream (unless UPSTREAM_URL is given).
  * A `sharedUpstream` (several nodes of one cluster) is not closed by `close()`.
  */
-export async function startTestGateway(env: Record<string, string> = {}, fileText?: ConfigFileText, sharedUpstream?: FakeUpstream): Promise<TestGateway> {
+export async function startTestGateway(
+  env: Record<string, string> = {},
+  fileText?: ConfigFileText,
+  sharedUpstream?: FakeUpstream,
+): Promise<TestGateway> {
   const upstream = sharedUpstream ?? (await FakeUpstream.start());
   const config = loadConfig(
-    { HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', LOG_LEVEL: 'debug', UPSTREAM_URL: upstream.url, ...env },
+    {
+      HOST: '127.0.0.1',
+      PORT: '0',
+      BACKEND_API_HOST: '127.0.0.1',
+      BACKEND_API_PORT: '0',
+      LOG_LEVEL: 'debug',
+      UPSTREAM_URL: upstream.url,
+      ...env,
+    },
     typeof fileText === 'function' ? fileText(upstream.url) : fileText,
   );
   const logs: string[] = [];
@@ -79,7 +91,8 @@ export async function startTestGateway(env: Record<string, string> = {}, fileTex
       const deadline = Date.now() + ms;
       let last = await openConnections();
       while (last !== count) {
-        if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for gateway_connections ${count} (last ${last})`);
+        if (Date.now() > deadline)
+          throw new Error(`timed out after ${ms} ms waiting for gateway_connections ${count} (last ${last})`);
         await new Promise((resolve) => setTimeout(resolve, 10));
         last = await openConnections();
       }

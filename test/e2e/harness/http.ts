@@ -8,7 +8,13 @@ export interface ApiResponse {
 }
 
 /** Send `method path` to `baseUrl`; a non-string body is JSON-encoded with Content-Type application/json. */
-export async function api(baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}): Promise<ApiResponse> {
+export async function api(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+): Promise<ApiResponse> {
   const init: RequestInit = { method, headers: { ...headers } };
   if (body !== undefined) {
     init.body = typeof body === 'string' || body instanceof Uint8Array ? (body as string) : JSON.stringify(body);
@@ -30,17 +36,26 @@ export async function untilStatus(url: string, status: number, ms = 2000): Promi
     try {
       res = await fetch(url);
     } catch (err) {
-      throw new Error(`GET ${url} failed while waiting for ${status}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`);
+      throw new Error(
+        `GET ${url} failed while waiting for ${status}: ${(err as Error & { cause?: Error }).cause?.message ?? (err as Error).message}`,
+      );
     }
     const text = await res.text();
     if (res.status === status) return { status: res.status, text, headers: res.headers, json: () => JSON.parse(text) };
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for GET ${url} to answer ${status} (last ${res.status})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for GET ${url} to answer ${status} (last ${res.status})`);
     await new Promise((resolve) => setTimeout(resolve, 5));
   }
 }
 
 /** A request whose body is streamed, so fetch sends `Transfer-Encoding: chunked` and no Content-Length. */
-export function chunked(baseUrl: string, method: string, path: string, chunks: string[], headers: Record<string, string> = {}): Promise<Response> {
+export function chunked(
+  baseUrl: string,
+  method: string,
+  path: string,
+  chunks: string[],
+  headers: Record<string, string> = {},
+): Promise<Response> {
   const encoder = new TextEncoder();
   const body = new ReadableStream<Uint8Array>({
     start(controller) {
@@ -48,5 +63,10 @@ export function chunked(baseUrl: string, method: string, path: string, chunks: s
       controller.close();
     },
   });
-  return fetch(baseUrl + path, { method, body, headers: { 'Content-Type': 'application/json', ...headers }, duplex: 'half' } as RequestInit);
+  return fetch(baseUrl + path, {
+    method,
+    body,
+    headers: { 'Content-Type': 'application/json', ...headers },
+    duplex: 'half',
+  } as RequestInit);
 }

@@ -78,12 +78,18 @@ export async function scrapeMetrics(apiUrl: string): Promise<MetricsText> {
 }
 
 /** Re-scrape until `key`'s value satisfies `accept`, within `ms`; resolves that value. */
-export async function untilMetric(apiUrl: string, key: string, accept: (value: number) => boolean, ms = 2000): Promise<number> {
+export async function untilMetric(
+  apiUrl: string,
+  key: string,
+  accept: (value: number) => boolean,
+  ms = 2000,
+): Promise<number> {
   const deadline = Date.now() + ms;
   for (;;) {
     const value = (await scrapeMetrics(apiUrl)).value(key);
     if (accept(value)) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${key} to satisfy ${accept.toString()} (last ${value})`);
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${key} to satisfy ${accept.toString()} (last ${value})`);
     await new Promise((resolve) => setTimeout(resolve, 10));
   }
 }

@@ -18,12 +18,18 @@ export interface Published {
  * Publishes `{via, seq}` to `topic` through each node in turn, one at a time
  * per node (so their order per node is defined, SPEC §11), until stopped.
  */
-export function publishUntilStopped(nodes: ReadonlyArray<[string, ChildGateway]>, topic: string): { stop(): Promise<Published[]> } {
+export function publishUntilStopped(
+  nodes: ReadonlyArray<[string, ChildGateway]>,
+  topic: string,
+): { stop(): Promise<Published[]> } {
   const outcomes: Published[] = [];
   let isRunning = true;
   const loops = nodes.map(async ([via, node]) => {
     for (let seq = 1; isRunning; seq++) {
-      const status = await api(node.apiUrl, 'POST', `/v1/publish/${topic}`, { via, seq }).then((r) => r.status, () => 0);
+      const status = await api(node.apiUrl, 'POST', `/v1/publish/${topic}`, { via, seq }).then(
+        (r) => r.status,
+        () => 0,
+      );
       outcomes.push({ via, seq, status });
       await new Promise((resolve) => setTimeout(resolve, PUBLISH_GAP_MS));
     }
@@ -45,7 +51,10 @@ export function loadReceived(client: WsClient, topic: string): Array<{ via: stri
 }
 
 /** Every acknowledged publish exactly once, and per publishing node in publish order; what a client missed or got twice. */
-export function deliveryFaults(received: ReadonlyArray<{ via: string; seq: number }>, published: readonly Published[]): string[] {
+export function deliveryFaults(
+  received: ReadonlyArray<{ via: string; seq: number }>,
+  published: readonly Published[],
+): string[] {
   const faults: string[] = [];
   const seen = new Set<string>();
   const lastSeq = new Map<string, number>();
@@ -55,7 +64,7 @@ export function deliveryFaults(received: ReadonlyArray<{ via: string; seq: numbe
     seen.add(`${via}:${seq}`);
     lastSeq.set(via, seq);
   }
-  for (const { via, seq } of published.filter((p) => p.status === 204)) if (!seen.has(`${via}:${seq}`)) faults.push(`${via}:${seq} acknowledged, never received`);
+  for (const { via, seq } of published.filter((p) => p.status === 204))
+    if (!seen.has(`${via}:${seq}`)) faults.push(`${via}:${seq} acknowledged, never received`);
   return faults;
 }
-

@@ -25,9 +25,12 @@ export interface RawHttpRequest {
  */
 export function rawRequest(baseUrl: string, request: RawHttpRequest, ms = 10_000): Promise<RawHttpResponse> {
   const url = new URL(baseUrl);
-  const body = request.body === undefined ? undefined : Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body);
+  const body =
+    request.body === undefined ? undefined : Buffer.isBuffer(request.body) ? request.body : Buffer.from(request.body);
   const headers: Record<string, string> = { ...request.headers };
-  const chunked = Object.entries(headers).some(([k, v]) => k.toLowerCase() === 'transfer-encoding' && /chunked/i.test(v));
+  const chunked = Object.entries(headers).some(
+    ([k, v]) => k.toLowerCase() === 'transfer-encoding' && /chunked/i.test(v),
+  );
   if (body !== undefined && !chunked) headers['Content-Length'] = String(body.length);
   const answer = new Promise<RawHttpResponse>((resolve, reject) => {
     const req = http.request(
@@ -35,7 +38,9 @@ export function rawRequest(baseUrl: string, request: RawHttpRequest, ms = 10_000
       (res) => {
         const chunks: Buffer[] = [];
         res.on('data', (c: Buffer) => chunks.push(c));
-        res.on('end', () => resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }));
+        res.on('end', () =>
+          resolve({ status: res.statusCode ?? 0, headers: res.headers, body: Buffer.concat(chunks) }),
+        );
         res.on('error', reject);
       },
     );

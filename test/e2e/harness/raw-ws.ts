@@ -40,7 +40,10 @@ export class RawWsClient {
    */
   static async open(port: number, extraHeaderLines: readonly string[], path = '/'): Promise<RawWsClient> {
     const socket = net.connect(port, '127.0.0.1');
-    await within(new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject)), `TCP connect to ${port}`);
+    await within(
+      new Promise<void>((resolve, reject) => socket.once('connect', resolve).once('error', reject)),
+      `TCP connect to ${port}`,
+    );
     const client = new RawWsClient(socket);
     const lines = [
       `GET ${path} HTTP/1.1`,
@@ -66,7 +69,11 @@ export class RawWsClient {
   next(ms = 2000): Promise<Frame> {
     const frame = this.queue.shift();
     if (frame) return Promise.resolve(frame);
-    return within(new Promise<Frame>((resolve) => this.frameWaiters.push(resolve)), `a frame (seen so far: ${this.framesSeen()})`, ms);
+    return within(
+      new Promise<Frame>((resolve) => this.frameWaiters.push(resolve)),
+      `a frame (seen so far: ${this.framesSeen()})`,
+      ms,
+    );
   }
 
   /** The frames seen so far as JSON, or their count when they nest too deep for JSON.stringify. */

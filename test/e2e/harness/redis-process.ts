@@ -18,8 +18,14 @@ export class RedisProcess {
   async start(ms = 5000): Promise<void> {
     const child = spawn('redis-server', [...this.args, '--port', String(this.port)], { stdio: 'ignore' });
     this.child = child;
-    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
-    await within(Promise.race([untilTrue(async () => (await redisCommand(this.port, ['PING'])) === 'PONG', 'PING', ms), failed]), `redis-server on port ${this.port} to answer PING`, ms);
+    const failed = new Promise<never>((_, reject) =>
+      child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))),
+    );
+    await within(
+      Promise.race([untilTrue(async () => (await redisCommand(this.port, ['PING'])) === 'PONG', 'PING', ms), failed]),
+      `redis-server on port ${this.port} to answer PING`,
+      ms,
+    );
   }
 
   pause(): void {
@@ -43,7 +49,15 @@ export class RedisProcess {
 
 /** One command on a short-lived connection; null when the node does not answer. */
 export async function redisCommand(port: number, args: readonly string[]): Promise<unknown> {
-  const client = new Redis({ host: HOST, port, lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0, connectTimeout: 1000, enableReadyCheck: false });
+  const client = new Redis({
+    host: HOST,
+    port,
+    lazyConnect: true,
+    retryStrategy: () => null,
+    maxRetriesPerRequest: 0,
+    connectTimeout: 1000,
+    enableReadyCheck: false,
+  });
   client.on('error', () => undefined);
   try {
     await client.connect();

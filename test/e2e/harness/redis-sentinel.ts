@@ -138,7 +138,9 @@ export class RedisSentinel {
   /** Names of the clients connected to the data node on `port` (CLIENT LIST), or null when it does not answer. */
   async clientNamesOn(port: number): Promise<string[] | null> {
     const list = await redisCommand(port, ['CLIENT', 'LIST']);
-    return typeof list === 'string' ? [...list.matchAll(/ name=(\S*)/g)].map((m) => m[1]).filter((name) => name !== '') : null;
+    return typeof list === 'string'
+      ? [...list.matchAll(/ name=(\S*)/g)].map((m) => m[1]).filter((name) => name !== '')
+      : null;
   }
 
   /** ROLE of the data node on `port` (`master`, `slave`), or null when it does not answer. */
@@ -159,11 +161,19 @@ export class RedisSentinel {
       answers = await Promise.all(this.sentinels.map((s) => masterPortOf(s.port, this.masterName)));
       if (promotedAt === null && answers.some((port) => port !== null && port !== formerPort)) promotedAt = Date.now();
       const port = answers[0];
-      if (port !== null && port !== formerPort && answers.every((p) => p === port) && (await redisRole(port)) === 'master') {
+      if (
+        port !== null &&
+        port !== formerPort &&
+        answers.every((p) => p === port) &&
+        (await redisRole(port)) === 'master'
+      ) {
         this.primaryPort = port;
         return { port, promotedAt: promotedAt ?? Date.now() };
       }
-      if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for the sentinels to promote a new primary (former ${formerPort}); they name ${JSON.stringify(answers)}`);
+      if (Date.now() > deadline)
+        throw new Error(
+          `timed out after ${ms} ms waiting for the sentinels to promote a new primary (former ${formerPort}); they name ${JSON.stringify(answers)}`,
+        );
       await pollPause(50);
     }
   }
@@ -173,7 +183,11 @@ export class RedisSentinel {
     const target = replicationOffset(await redisInfo(this.primaryPort, 'replication'), 'master_repl_offset');
     if (target < 0) throw new Error(`the primary on ${this.primaryPort} reports no replication offset`);
     const replica = this.replicaPort();
-    await untilTrue(async () => replicationOffset(await redisInfo(replica, 'replication'), 'slave_repl_offset') >= target, `the replica on ${replica} to reach offset ${target}`, ms);
+    await untilTrue(
+      async () => replicationOffset(await redisInfo(replica, 'replication'), 'slave_repl_offset') >= target,
+      `the replica on ${replica} to reach offset ${target}`,
+      ms,
+    );
   }
 
   /**
@@ -186,7 +200,11 @@ export class RedisSentinel {
     await redisCommand(this.primaryPort, ['ACL', 'SETUSER', REPLICATION_USER, 'off']);
     await redisCommand(this.primaryPort, ['CLIENT', 'KILL', 'TYPE', 'replica']);
     const replica = this.replicaPort();
-    await untilTrue(async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')), `the replica on ${replica} to report its link down`, ms);
+    await untilTrue(
+      async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')),
+      `the replica on ${replica} to report its link down`,
+      ms,
+    );
   }
 
   /** Let the replica connect to its primary again; resolves once its sync is online. */
@@ -209,36 +227,53 @@ export class RedisSentinel {
 
   private async untilReplicaOnline(ms: number): Promise<void> {
     const replica = this.replicaPort();
-    await untilTrue(async () => {
-      const [own, primary] = await Promise.all([redisInfo(replica, 'replication'), redisInfo(this.primaryPort, 'replication')]);
-      return /master_link_status:up/.test(own) && new RegExp(`slave\\d+:ip=[^,]+,port=${replica},state=online`).test(primary);
-    }, `the replica on ${replica} to be in sync with the primary on ${this.primaryPort}`, ms);
+    await untilTrue(
+      async () => {
+        const [own, primary] = await Promise.all([
+          redisInfo(replica, 'replication'),
+          redisInfo(this.primaryPort, 'replication'),
+        ]);
+        return (
+          /master_link_status:up/.test(own) &&
+          new RegExp(`slave\\d+:ip=[^,]+,port=${replica},state=online`).test(primary)
+        );
+      },
+      `the replica on ${replica} to be in sync with the primary on ${this.primaryPort}`,
+      ms,
+    );
   }
 
   private async startSentinel(index: number, timings: SentinelTimings): Promise<RedisProcess> {
     const port = await freePort();
     const conf = path.join(this.dir, `sentinel-${index}.conf`);
     const name = this.masterName;
-    writeFileSync(conf, [
-      `port ${port}`,
-      `bind ${HOST}`,
-      `dir ${this.dir}`,
-      `sentinel monitor ${name} ${HOST} ${this.primaryPort} ${QUORUM}`,
-      `sentinel down-after-milliseconds ${name} ${timings.downAfterMs}`,
-      `sentinel failover-timeout ${name} ${timings.failoverTimeoutMs}`,
-      `sentinel parallel-syncs ${name} 1`,
-      '',
-    ].join('\n'));
+    writeFileSync(
+      conf,
+      [
+        `port ${port}`,
+        `bind ${HOST}`,
+        `dir ${this.dir}`,
+        `sentinel monitor ${name} ${HOST} ${this.primaryPort} ${QUORUM}`,
+        `sentinel down-after-milliseconds ${name} ${timings.downAfterMs}`,
+        `sentinel failover-timeout ${name} ${timings.failoverTimeoutMs}`,
+        `sentinel parallel-syncs ${name} 1`,
+        '',
+      ].join('\n'),
+    );
     const sentinel = new RedisProcess(port, [conf, '--sentinel']);
     await sentinel.start();
     return sentinel;
   }
 
   private async untilSentinelsReady(ms: number): Promise<void> {
-    await untilTrue(async () => {
-      const views = await Promise.all(this.sentinels.map((s) => sentinelView(s.port, this.masterName)));
-      return views.every((v) => v.otherSentinels === SENTINEL_COUNT - 1 && v.replicas === 1);
-    }, 'every sentinel to know the replica (up, in sync) and the other sentinels', ms);
+    await untilTrue(
+      async () => {
+        const views = await Promise.all(this.sentinels.map((s) => sentinelView(s.port, this.masterName)));
+        return views.every((v) => v.otherSentinels === SENTINEL_COUNT - 1 && v.replicas === 1);
+      },
+      'every sentinel to know the replica (up, in sync) and the other sentinels',
+      ms,
+    );
   }
 }
 
@@ -247,7 +282,18 @@ export class RedisSentinel {
 const REPLICATION_USER = 'replication';
 const REPLICATION_SECRET = 'replication-secret';
 const DATA_ARGS = [
-  ...['--bind', HOST, '--save', '', '--appendonly', 'no', '--repl-diskless-load', 'swapdb', '--maxmemory-policy', 'noeviction'],
+  ...[
+    '--bind',
+    HOST,
+    '--save',
+    '',
+    '--appendonly',
+    'no',
+    '--repl-diskless-load',
+    'swapdb',
+    '--maxmemory-policy',
+    'noeviction',
+  ],
   ...['--user', REPLICATION_USER, 'on', `>${REPLICATION_SECRET}`, '~*', '&*', '+@all'],
   ...['--masteruser', REPLICATION_USER, '--masterauth', REPLICATION_SECRET],
 ];
@@ -274,11 +320,16 @@ async function masterPortOf(sentinelPort: number, name: string): Promise<number 
 }
 
 async function sentinelView(sentinelPort: number, name: string): Promise<{ otherSentinels: number; replicas: number }> {
-  const [master, replicas] = await Promise.all([redisCommand(sentinelPort, ['SENTINEL', 'MASTER', name]), redisCommand(sentinelPort, ['SENTINEL', 'REPLICAS', name])]);
+  const [master, replicas] = await Promise.all([
+    redisCommand(sentinelPort, ['SENTINEL', 'MASTER', name]),
+    redisCommand(sentinelPort, ['SENTINEL', 'REPLICAS', name]),
+  ]);
   const fieldsOf = (reply: unknown): string[] => (Array.isArray(reply) ? reply.map(String) : []);
-  const field = (fields: string[], key: string): string | undefined => (fields.includes(key) ? fields[fields.indexOf(key) + 1] : undefined);
+  const field = (fields: string[], key: string): string | undefined =>
+    fields.includes(key) ? fields[fields.indexOf(key) + 1] : undefined;
   // A replica the sentinels could promote: seen up, in sync with its primary.
-  const healthy = (Array.isArray(replicas) ? replicas : []).map(fieldsOf).filter((r) => field(r, 'flags') === 'slave' && field(r, 'master-link-status') === 'ok');
+  const healthy = (Array.isArray(replicas) ? replicas : [])
+    .map(fieldsOf)
+    .filter((r) => field(r, 'flags') === 'slave' && field(r, 'master-link-status') === 'ok');
   return { otherSentinels: Number(field(fieldsOf(master), 'num-other-sentinels') ?? NaN), replicas: healthy.length };
 }
-

@@ -38,10 +38,26 @@ export class RedisServer {
 
   /** Start (again) on the same port and resolve once it answers PING. */
   async restart(ms = 5000): Promise<void> {
-    const args = ['--port', String(this.port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction', '--dir', this.dir, ...this.extraArgs];
+    const args = [
+      '--port',
+      String(this.port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+      '--dir',
+      this.dir,
+      ...this.extraArgs,
+    ];
     const child = spawn('redis-server', args, { stdio: 'ignore' });
     this.child = child;
-    const failed = new Promise<never>((_, reject) => child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))));
+    const failed = new Promise<never>((_, reject) =>
+      child.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))),
+    );
     await within(Promise.race([this.untilPong(), failed]), `redis-server on port ${this.port} to answer PING`, ms);
   }
 

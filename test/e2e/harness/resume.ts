@@ -44,7 +44,8 @@ export function resumeOf(hello: Frame): ResumeMeta {
 
 /** The message frame's position, checked to be a message of `topic`. */
 export function positionOf(frame: Frame, topic: string): Position {
-  if (frame[0] !== 'message' || frame[1].topic !== topic) throw new Error(`expected a message on ${topic}, got ${JSON.stringify(frame)}`);
+  if (frame[0] !== 'message' || frame[1].topic !== topic)
+    throw new Error(`expected a message on ${topic}, got ${JSON.stringify(frame)}`);
   return [frame[1].offset as number, frame[1].epoch as string];
 }
 

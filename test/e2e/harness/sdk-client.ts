@@ -23,7 +23,11 @@ export class SdkClients {
 }
 
 /** The next `event` of `client` (its arguments), within `ms`. */
-export function nextEvent<E extends keyof ClientEvents>(client: GatewayClient, event: E, ms = 5000): Promise<ClientEvents[E]> {
+export function nextEvent<E extends keyof ClientEvents>(
+  client: GatewayClient,
+  event: E,
+  ms = 5000,
+): Promise<ClientEvents[E]> {
   let remove = (): void => undefined;
   const happened = new Promise<ClientEvents[E]>((resolve) => {
     remove = client.on(event, (...args) => resolve(args));
@@ -35,7 +39,13 @@ export function nextEvent<E extends keyof ClientEvents>(client: GatewayClient, e
  * Resolve once `check()` holds, re-checked on every change of `subscribe`'s
  * source (e.g. a mirror's onChange), within `ms`; `describe()` says what was seen.
  */
-export function untilChange(subscribe: (listener: () => void) => () => void, check: () => boolean, what: string, describe: () => unknown, ms = 5000): Promise<void> {
+export function untilChange(
+  subscribe: (listener: () => void) => () => void,
+  check: () => boolean,
+  what: string,
+  describe: () => unknown,
+  ms = 5000,
+): Promise<void> {
   if (check()) return Promise.resolve();
   let remove = (): void => undefined;
   const reached = new Promise<void>((resolve) => {
@@ -68,7 +78,17 @@ export function collectMessages(client: GatewayClient, topic: string): Collected
     listeners.add(listener);
     return () => void listeners.delete(listener);
   };
-  return { seen, until: (count, ms = 5000) => untilChange(subscribe, () => seen.length >= count, `${count} messages on ${topic}`, () => seen, ms) };
+  return {
+    seen,
+    until: (count, ms = 5000) =>
+      untilChange(
+        subscribe,
+        () => seen.length >= count,
+        `${count} messages on ${topic}`,
+        () => seen,
+        ms,
+      ),
+  };
 }
 
 /**

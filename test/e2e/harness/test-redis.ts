@@ -16,10 +16,27 @@ export async function ensureTestRedis(): Promise<void> {
   const url = new URL(process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL);
   if (await answersPing(url.hostname, Number(url.port || 6379))) return;
   if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error !== undefined) {
-    throw new Error(`npm test needs Redis: none answers at ${url.host} and redis-server is not installed (Debian: apt-get install redis-server; or set TEST_REDIS_URL)`);
+    throw new Error(
+      `npm test needs Redis: none answers at ${url.host} and redis-server is not installed (Debian: apt-get install redis-server; or set TEST_REDIS_URL)`,
+    );
   }
   const port = await freePort();
-  const child = spawn('redis-server', ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--maxmemory-policy', 'noeviction'], { stdio: 'ignore' });
+  const child = spawn(
+    'redis-server',
+    [
+      '--port',
+      String(port),
+      '--bind',
+      '127.0.0.1',
+      '--save',
+      '',
+      '--appendonly',
+      'no',
+      '--maxmemory-policy',
+      'noeviction',
+    ],
+    { stdio: 'ignore' },
+  );
   for (let i = 0; i < 250 && child.exitCode === null; i++) {
     if (await answersPing('127.0.0.1', port)) {
       process.env.TEST_REDIS_URL = `redis://127.0.0.1:${port}`;

@@ -84,10 +84,12 @@ export class WsClient {
     const frame = this.queue.shift();
     if (frame) return Promise.resolve(frame);
     const promise = new Promise<Frame>((resolve) => this.waiters.push(resolve));
-    return within(promise, `a frame (seen so far: ${JSON.stringify(this.frames).slice(0, 500)})`, ms).catch((err: Error) => {
-      this.waiters.shift();
-      throw err;
-    });
+    return within(promise, `a frame (seen so far: ${JSON.stringify(this.frames).slice(0, 500)})`, ms).catch(
+      (err: Error) => {
+        this.waiters.shift();
+        throw err;
+      },
+    );
   }
 
   /** Connect and await `hello`. */
@@ -118,7 +120,12 @@ export class WsClient {
   }
 
   /** Send a call and await the next frame (calls are answered in order when one at a time). */
-  async call(method: string, meta: Record<string, unknown>, args: unknown[] = [], kwargs: Record<string, unknown> = {}): Promise<Frame> {
+  async call(
+    method: string,
+    meta: Record<string, unknown>,
+    args: unknown[] = [],
+    kwargs: Record<string, unknown> = {},
+  ): Promise<Frame> {
     this.send([method, meta, args, kwargs]);
     return this.next();
   }
@@ -129,7 +136,11 @@ export class WsClient {
     while (this.pings < count) {
       const left = deadline - Date.now();
       if (left <= 0) throw new Error(`timed out after ${ms} ms waiting for ${count} pings (got ${this.pings})`);
-      await within(new Promise<void>((resolve) => this.pingWaiters.push(resolve)), `${count} pings (got ${this.pings})`, left);
+      await within(
+        new Promise<void>((resolve) => this.pingWaiters.push(resolve)),
+        `${count} pings (got ${this.pings})`,
+        left,
+      );
     }
   }
 

@@ -20,22 +20,26 @@ export interface ApiReply {
 export function apiReply(baseUrl: string, method: string, path: string, body: unknown, ms: number): Promise<ApiReply> {
   const url = new URL(baseUrl);
   const text = body === undefined ? undefined : JSON.stringify(body);
-  const headers: Record<string, string> = text === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) };
+  const headers: Record<string, string> =
+    text === undefined ? {} : { 'Content-Type': 'application/json', 'Content-Length': String(Buffer.byteLength(text)) };
   return new Promise<ApiReply>((resolve) => {
-    const req = http.request({ host: url.hostname, port: url.port, method, path, headers, agent, timeout: ms }, (res) => {
-      const chunks: Buffer[] = [];
-      res.on('data', (chunk: Buffer) => chunks.push(chunk));
-      res.on('end', () => {
-        let error: string | null = null;
-        try {
-          error = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: string }).error ?? null;
-        } catch {
-          // no JSON body (204)
-        }
-        resolve({ status: res.statusCode ?? 0, error, failure: null });
-      });
-      res.on('error', (err) => resolve({ status: 0, error: null, failure: err.message }));
-    });
+    const req = http.request(
+      { host: url.hostname, port: url.port, method, path, headers, agent, timeout: ms },
+      (res) => {
+        const chunks: Buffer[] = [];
+        res.on('data', (chunk: Buffer) => chunks.push(chunk));
+        res.on('end', () => {
+          let error: string | null = null;
+          try {
+            error = (JSON.parse(Buffer.concat(chunks).toString('utf8')) as { error?: string }).error ?? null;
+          } catch {
+            // no JSON body (204)
+          }
+          resolve({ status: res.statusCode ?? 0, error, failure: null });
+        });
+        res.on('error', (err) => resolve({ status: 0, error: null, failure: err.message }));
+      },
+    );
     req.on('timeout', () => req.destroy(new Error(`no answer within ${ms} ms`)));
     req.on('error', (err) => resolve({ status: 0, error: null, failure: err.message }));
     req.end(text);

@@ -50,12 +50,24 @@ export class LoadClient {
   }
 
   /** Connect and await `hello` within `ms`. */
-  static async open(url: string, query: string, options: { headers?: Record<string, string>; ms?: number } = {}): Promise<LoadClient> {
-    const socket = new WebSocket(`${url}/?${query}`, [PROTOCOL], { headers: options.headers, perMessageDeflate: false });
+  static async open(
+    url: string,
+    query: string,
+    options: { headers?: Record<string, string>; ms?: number } = {},
+  ): Promise<LoadClient> {
+    const socket = new WebSocket(`${url}/?${query}`, [PROTOCOL], {
+      headers: options.headers,
+      perMessageDeflate: false,
+    });
     const client = new LoadClient(socket);
     const hello = new Promise<Frame>((resolve, reject) => {
-      client.onFrame = (frame) => (frame[0] === 'hello' ? resolve(frame) : reject(new Error(`expected hello, got ${JSON.stringify(frame).slice(0, 200)}`)));
-      socket.once('unexpected-response', (_req, res: http.IncomingMessage) => reject(new Error(`handshake refused with ${res.statusCode}`)));
+      client.onFrame = (frame) =>
+        frame[0] === 'hello'
+          ? resolve(frame)
+          : reject(new Error(`expected hello, got ${JSON.stringify(frame).slice(0, 200)}`));
+      socket.once('unexpected-response', (_req, res: http.IncomingMessage) =>
+        reject(new Error(`handshake refused with ${res.statusCode}`)),
+      );
       socket.once('close', (code: number) => reject(new Error(`closed ${code} before hello`)));
       socket.once('error', reject);
     });
@@ -92,7 +104,14 @@ export class LoadClient {
 const agent = new http.Agent({ keepAlive: true, maxSockets: 64 });
 
 /** One backend API request over a keep-alive agent; resolves the status within `ms`. */
-export function api(baseUrl: string, method: string, path: string, body?: unknown, headers: Record<string, string> = {}, ms = 15_000): Promise<number> {
+export function api(
+  baseUrl: string,
+  method: string,
+  path: string,
+  body?: unknown,
+  headers: Record<string, string> = {},
+  ms = 15_000,
+): Promise<number> {
   const url = new URL(baseUrl);
   const text = body === undefined ? undefined : JSON.stringify(body);
   const all: Record<string, string> = { ...headers };
@@ -127,7 +146,12 @@ export async function pool(count: number, concurrency: number, task: (i: number)
 }
 
 /** A small seeded PRNG (mulberry32), so a failing run can be replayed with RELIABILITY_SEED. */
-export function rng(seed: number): { next(): number; int(n: number): number; pick<T>(items: readonly T[]): T; chance(p: number): boolean } {
+export function rng(seed: number): {
+  next(): number;
+  int(n: number): number;
+  pick<T>(items: readonly T[]): T;
+  chance(p: number): boolean;
+} {
   let a = seed >>> 0;
   const next = (): number => {
     a = (a + 0x6d2b79f5) >>> 0;
@@ -136,7 +160,12 @@ export function rng(seed: number): { next(): number; int(n: number): number; pic
     t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
     return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
   };
-  return { next, int: (n) => Math.floor(next() * n), pick: (items) => items[Math.floor(next() * items.length)], chance: (p) => next() < p };
+  return {
+    next,
+    int: (n) => Math.floor(next() * n),
+    pick: (items) => items[Math.floor(next() * items.length)],
+    chance: (p) => next() < p,
+  };
 }
 
 export const SEED = Number(process.env.RELIABILITY_SEED ?? Date.now() % 1_000_000);

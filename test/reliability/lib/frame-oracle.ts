@@ -51,10 +51,12 @@ export function expectText(payload: Buffer, maxFrameBytes: number): Expectation 
   }
   if (!Array.isArray(value) || value.length !== 4) return { kind: 'close', code: 1007, fatal: true };
   const [method, meta, args, kwargs] = value as unknown[];
-  if (typeof method !== 'string' || !isObject(meta) || !Array.isArray(args) || !isObject(kwargs)) return { kind: 'close', code: 1007, fatal: true };
+  if (typeof method !== 'string' || !isObject(meta) || !Array.isArray(args) || !isObject(kwargs))
+    return { kind: 'close', code: 1007, fatal: true };
   if (!METHOD.test(method) || method.startsWith('gateway.')) return { kind: 'reply', reply: 'invalid method' };
   const id = meta.request_id;
-  const isId = (typeof id === 'number' && Number.isSafeInteger(id) && id >= 0) || (typeof id === 'string' && STRING_ID.test(id));
+  const isId =
+    (typeof id === 'number' && Number.isSafeInteger(id) && id >= 0) || (typeof id === 'string' && STRING_ID.test(id));
   if (!isId) return { kind: 'reply', reply: 'invalid request id' };
   if (textDepth(text) > 128) return { kind: 'reply', reply: 'nested too deep' };
   return { kind: 'reply', reply: RESULT };

@@ -69,13 +69,22 @@ export class GatewayProcess {
   static async start(env: Record<string, string>, options: StartOptions = {}): Promise<GatewayProcess> {
     const child = spawn(process.execPath, ['--expose-gc', ...(options.nodeArgs ?? []), '-r', GC_PROBE, MAIN_JS], {
       cwd: PROJECT_ROOT,
-      env: { PATH: process.env.PATH ?? '', HOST: '127.0.0.1', PORT: '0', BACKEND_API_HOST: '127.0.0.1', BACKEND_API_PORT: '0', ...env },
+      env: {
+        PATH: process.env.PATH ?? '',
+        HOST: '127.0.0.1',
+        PORT: '0',
+        BACKEND_API_HOST: '127.0.0.1',
+        BACKEND_API_PORT: '0',
+        ...env,
+      },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
     const gateway = new GatewayProcess(child, options);
     const started = new Promise<LogEntry>((resolve, reject) => {
       gateway.lineListeners.push((entry) => entry.msg === 'gateway started' && resolve(entry));
-      child.once('exit', (code, signal) => reject(new Error(`gateway exited (${code ?? signal}) before starting: ${gateway.stderr}`)));
+      child.once('exit', (code, signal) =>
+        reject(new Error(`gateway exited (${code ?? signal}) before starting: ${gateway.stderr}`)),
+      );
     });
     gateway.readLines();
     try {
@@ -173,13 +182,17 @@ export class GatewayProcess {
     }
     const level = String(entry.level ?? 'none');
     this.levelCounts.set(level, (this.levelCounts.get(level) ?? 0) + 1);
-    if (this.options.keepAllLines || level === 'error' || level === 'warn' || level === 'unparsed') this.kept.push(entry);
+    if (this.options.keepAllLines || level === 'error' || level === 'warn' || level === 'unparsed')
+      this.kept.push(entry);
     for (const listener of [...this.lineListeners]) listener(entry);
   }
 }
 
 /** Sample the gateway's RSS every `everyMs` until stopped; returns start, peak and last. */
-export function sampleRss(gateway: GatewayProcess, everyMs = 500): { stop(): { startBytes: number; peakBytes: number; lastBytes: number; samples: number[] } } {
+export function sampleRss(
+  gateway: GatewayProcess,
+  everyMs = 500,
+): { stop(): { startBytes: number; peakBytes: number; lastBytes: number; samples: number[] } } {
   const samples = [gateway.rssBytes()];
   const timer = setInterval(() => {
     if (gateway.alive) samples.push(gateway.rssBytes());
@@ -188,7 +201,12 @@ export function sampleRss(gateway: GatewayProcess, everyMs = 500): { stop(): { s
     stop: () => {
       clearInterval(timer);
       if (gateway.alive) samples.push(gateway.rssBytes());
-      return { startBytes: samples[0], peakBytes: Math.max(...samples), lastBytes: samples[samples.length - 1], samples };
+      return {
+        startBytes: samples[0],
+        peakBytes: Math.max(...samples),
+        lastBytes: samples[samples.length - 1],
+        samples,
+      };
     },
   };
 }

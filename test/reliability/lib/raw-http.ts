@@ -46,7 +46,8 @@ export function rawHttp(port: number, parts: readonly Buffer[], ending: Ending, 
 
 /** A request's bytes: request line, header lines, blank line, body. */
 export function requestBytes(method: string, path: string, headerLines: readonly string[], body?: Buffer): Buffer {
-  const head = [`${method} ${path} HTTP/1.1`, 'Host: gateway.test', 'Connection: close', ...headerLines].join('\r\n') + '\r\n\r\n';
+  const head =
+    [`${method} ${path} HTTP/1.1`, 'Host: gateway.test', 'Connection: close', ...headerLines].join('\r\n') + '\r\n\r\n';
   return body === undefined ? Buffer.from(head, 'latin1') : Buffer.concat([Buffer.from(head, 'latin1'), body]);
 }
 
@@ -150,7 +151,11 @@ export class KeptAliveConnection {
       const bodyEnd = noBody ? 0 : KeptAliveConnection.bodyLength(head, rest, this.ended !== null);
       if (bodyEnd === null) return null;
       this.received = rest.subarray(bodyEnd);
-      return { status, reset: false, closes: status === 0 || !framed || /\r\nconnection:\s*close\s*(\r\n|$)/i.test(head) };
+      return {
+        status,
+        reset: false,
+        closes: status === 0 || !framed || /\r\nconnection:\s*close\s*(\r\n|$)/i.test(head),
+      };
     }
   }
 

@@ -30,7 +30,8 @@ export class Checks {
   }
 
   assertAll(): void {
-    if (this.failed.length > 0) throw new Error(`${this.failed.length} check(s) failed:\n- ${this.failed.join('\n- ')}`);
+    if (this.failed.length > 0)
+      throw new Error(`${this.failed.length} check(s) failed:\n- ${this.failed.join('\n- ')}`);
   }
 }
 

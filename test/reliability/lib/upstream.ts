@@ -58,7 +58,9 @@ export class LoadUpstream {
     }
     const json = (status: number, value: unknown): void => {
       const text = JSON.stringify(value);
-      res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+      res
+        .writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) })
+        .end(text);
     };
     if (path.endsWith('/gateway/authorize_connection')) {
       const user = new URLSearchParams(String(body[2]?.url_querystring ?? '')).get('user') ?? 'u1';
@@ -82,7 +84,11 @@ export class LoadUpstream {
       default:
         break;
     }
-    if (path.startsWith('/status/')) return json(Number(path.slice(8)), { error: 'scripted', ...(body[2]?.echo === undefined ? {} : { echo: body[2].echo }) });
+    if (path.startsWith('/status/'))
+      return json(Number(path.slice(8)), {
+        error: 'scripted',
+        ...(body[2]?.echo === undefined ? {} : { echo: body[2].echo }),
+      });
     const delay = Number(body[2]?.delay_ms ?? (path === '/slow' ? 300 : 0));
     if (delay > 0) setTimeout(() => json(200, { args: body[1], kwargs: body[2] }), delay);
     else json(200, { args: body[1], kwargs: body[2] });
