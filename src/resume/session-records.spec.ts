@@ -28,9 +28,11 @@ function fakeLink(): { link: RedisLink; pipelines: Array<Array<[string, ...unkno
   };
   const link = {
     isUp: true,
+    isWritable: true,
     command: { pipeline, defineCommand: () => undefined },
     script: () => () => Promise.resolve(null),
     onUp: () => undefined,
+    onSettle: () => undefined,
     timed: <T>(_: string, pending: Promise<T>) => pending,
   } as unknown as RedisLink;
   return { link, pipelines };
