@@ -3,7 +3,7 @@ import { Connection } from '../connections/connection';
 import { LatticeService } from '../lattice/lattice.service';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { encodeHello } from '../protocol/frames';
-import type { ReplayPlan } from '../pubsub/pubsub.service';
+import type { ReplayPlan } from '../pubsub/topic-stream';
 import { PresenceService } from '../users-lattice/presence.service';
 import { ClientFramesService } from './client-frames.service';
 
