@@ -1,12 +1,28 @@
 import { Module } from '@nestjs/common';
+import { Broker } from '../cluster/broker';
+import { ClusterContext } from '../cluster/cluster-context';
 import { ClusterModule } from '../cluster/cluster.module';
 import { ConnectionsModule } from '../connections/connections.module';
 import { SessionsModule } from '../sessions/sessions.module';
+import { MemoryStatusSource } from './memory-status-source';
 import { PresenceService } from './presence.service';
+import { RedisStatusSource } from './redis-status-source';
+import { StatusSource } from './status-source';
+import { WatchLists } from './watch-lists';
+
+/** The one place that says which {@link StatusSource} this gateway runs (STYLE rule 11). */
+export function statusSourceFor(cluster: ClusterContext, lists: WatchLists, broker: Broker): StatusSource {
+  if (cluster.link === null) return new MemoryStatusSource(lists);
+  return new RedisStatusSource(lists, broker, cluster.link, cluster.names);
+}
 
 @Module({
   imports: [ConnectionsModule, SessionsModule, ClusterModule],
-  providers: [PresenceService],
+  providers: [
+    WatchLists,
+    { provide: StatusSource, useFactory: statusSourceFor, inject: [ClusterContext, WatchLists, Broker] },
+    PresenceService,
+  ],
   exports: [PresenceService],
 })
 export class UsersLatticeModule {}
