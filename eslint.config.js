@@ -16,7 +16,7 @@ const PURE_FILES = [
   'src/resume/session-token.ts',
   'src/resume/detach-rule.ts',
   'src/resume/resume-settings.ts',
-  'src/sessions/activity.ts',
+  'src/activity/activity.ts',
   'src/scheduling/deadline-queue.ts',
   'src/upstream/destinations.ts',
   'src/upstream/call-reply.ts',
@@ -41,7 +41,7 @@ const FEATURE_FOLDERS = [
   'lifecycle',
   'pubsub',
   'resume',
-  'sessions',
+  'activity',
   'upstream',
   'users-lattice',
 ];

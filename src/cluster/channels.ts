@@ -83,7 +83,7 @@ export class ClusterNames {
     return `${this.prefix}deadlines`;
   }
 
-  /** The highest version of a user that went offline (sessions/status-version.ts); resume/'s scripts build it from the prefix too. */
+  /** The highest version of a user that went offline (activity/status-version.ts); resume/'s scripts build it from the prefix too. */
   get statusFloor(): string {
     return `${this.prefix}sv`;
   }

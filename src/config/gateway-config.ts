@@ -20,7 +20,7 @@ export abstract class GatewayConfig {
   /** WebSocket handlers; paths are unique. */
   abstract readonly handlers: ReadonlyArray<Handler>;
   abstract readonly limits: Limits;
-  abstract readonly sessions: SessionTimings;
+  abstract readonly activity: ActivityTimings;
   /** ALLOWED_ORIGINS: exact origins, `*` among them = any; null = same origin as the Host header (SPEC §1). */
   abstract readonly allowedOrigins: ReadonlySet<string> | null;
   abstract readonly pingIntervalMs: number;
@@ -108,7 +108,7 @@ export interface Limits {
   readonly clientMaxPendingCalls: number;
 }
 
-export interface SessionTimings {
+export interface ActivityTimings {
   readonly newConnectionIdleTimeoutMs: number;
   readonly clientMinIdleTimeoutMs: number;
   readonly clientMaxIdleTimeoutMs: number;

@@ -147,7 +147,7 @@ const ENV_ROWS: EnvRow[] = [
   },
   {
     key: 'NEW_CONNECTION_IDLE_TIMEOUT',
-    read: (c) => c.sessions.newConnectionIdleTimeoutMs,
+    read: (c) => c.activity.newConnectionIdleTimeoutMs,
     byDefault: 60_000,
     valid: '200ms',
     parsed: 200,
@@ -156,7 +156,7 @@ const ENV_ROWS: EnvRow[] = [
   },
   {
     key: 'CLIENT_MIN_IDLE_TIMEOUT',
-    read: (c) => c.sessions.clientMinIdleTimeoutMs,
+    read: (c) => c.activity.clientMinIdleTimeoutMs,
     byDefault: 1_000,
     valid: '500ms',
     parsed: 500,
@@ -165,7 +165,7 @@ const ENV_ROWS: EnvRow[] = [
   },
   {
     key: 'CLIENT_MAX_IDLE_TIMEOUT',
-    read: (c) => c.sessions.clientMaxIdleTimeoutMs,
+    read: (c) => c.activity.clientMaxIdleTimeoutMs,
     byDefault: 7_200_000,
     valid: '3h',
     parsed: 10_800_000,
@@ -174,7 +174,7 @@ const ENV_ROWS: EnvRow[] = [
   },
   {
     key: 'SESSION_INACTIVE_NOTIFY',
-    read: (c) => c.sessions.shouldNotifyInactive,
+    read: (c) => c.activity.shouldNotifyInactive,
     byDefault: true,
     valid: 'no',
     parsed: false,
@@ -546,7 +546,7 @@ describe(loadConfig.name, () => {
       ['no', false],
       ['YES', true],
     ])('reads the boolean %j as %s', (text, expected) => {
-      expect(loadConfig({ ...BASE, SESSION_INACTIVE_NOTIFY: text }).sessions.shouldNotifyInactive).toBe(expected);
+      expect(loadConfig({ ...BASE, SESSION_INACTIVE_NOTIFY: text }).activity.shouldNotifyInactive).toBe(expected);
     });
   });
 

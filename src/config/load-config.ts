@@ -273,7 +273,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
       clientQueueMaxBytes: bytes(env.CLIENT_QUEUE_MAX_BYTES),
       clientMaxPendingCalls: whole(env.CLIENT_MAX_PENDING_CALLS),
     },
-    sessions: {
+    activity: {
       newConnectionIdleTimeoutMs: ms(env.NEW_CONNECTION_IDLE_TIMEOUT),
       clientMinIdleTimeoutMs: ms(env.CLIENT_MIN_IDLE_TIMEOUT),
       clientMaxIdleTimeoutMs: ms(env.CLIENT_MAX_IDLE_TIMEOUT),

@@ -10,7 +10,7 @@ import {
 } from '../protocol/close-codes';
 import { activeSeconds, checkCall, isFrameFault, parseClientFrame } from '../protocol/frame-codec';
 import { ClientCall, encodeCallFault, encodeError, encodeFatalError } from '../protocol/frames';
-import { SessionsService } from '../sessions/sessions.service';
+import { ActivityService } from '../activity/activity.service';
 import { GatewayTracer } from '../tracing/gateway-tracer';
 import { callReply } from '../upstream/call-reply';
 import { Route } from '../upstream/destinations';
@@ -49,7 +49,7 @@ export class ClientFramesService {
     config: GatewayConfig,
     private readonly upstream: UpstreamClient,
     private readonly routes: UpstreamRoutes,
-    private readonly sessions: SessionsService,
+    private readonly activity: ActivityService,
     metrics: GatewayMetrics,
     private readonly tracer: GatewayTracer,
   ) {
@@ -95,7 +95,7 @@ export class ClientFramesService {
       return;
     }
     const active = activeSeconds(call.meta);
-    if (active !== null) this.sessions.touch(connection.userId!, active);
+    if (active !== null) this.activity.touch(connection.userId!, active);
     if (connection.pendingCalls >= this.maxPendingCalls) return this.refuseTooMany(connection, call);
     this.counted.call.inc();
     this.forward(connection, call).catch((err: unknown) => this.onBug(connection, err, call));

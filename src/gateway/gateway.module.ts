@@ -2,7 +2,7 @@ import { Module } from '@nestjs/common';
 import { AuthModule } from '../auth/auth.module';
 import { ConnectionsModule } from '../connections/connections.module';
 import { LatticeModule } from '../lattice/lattice.module';
-import { SessionsModule } from '../sessions/sessions.module';
+import { ActivityModule } from '../activity/activity.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { UpstreamModule } from '../upstream/upstream.module';
 import { PubSubModule } from '../pubsub/pubsub.module';
@@ -21,7 +21,7 @@ import { PublicListener } from './public-listener';
     AuthModule,
     UpstreamModule,
     ConnectionsModule,
-    SessionsModule,
+    ActivityModule,
     PubSubModule,
     LatticeModule,
     UsersLatticeModule,

@@ -6,7 +6,7 @@ import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { REASON_BACKEND_ERROR, backendErrorCloseCode } from '../protocol/close-codes';
 import { encodeFatalError } from '../protocol/frames';
-import { SessionsService } from '../sessions/sessions.service';
+import { ActivityService } from '../activity/activity.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 import { HelloSequenceService } from './hello-sequence.service';
 import { SessionResumeService } from './session-resume.service';
@@ -23,7 +23,7 @@ export class HelloService {
   constructor(
     private readonly auth: AuthService,
     private readonly registry: ConnectionRegistry,
-    private readonly sessions: SessionsService,
+    private readonly activity: ActivityService,
     private readonly helloSequence: HelloSequenceService,
     private readonly resumer: SessionResumeService,
     metrics: GatewayMetrics,
@@ -63,7 +63,7 @@ export class HelloService {
     // Announce the session while still pending: this connection's own status reaches it
     // in its snapshot after hello, not as a separate push (SPEC §3).
     // Cluster mode: resolves once Redis counted the connection (single node: synchronous).
-    const counted = this.sessions.authorized(connection);
+    const counted = this.activity.authorized(connection);
     // Cluster mode: a resumable session's record is written meanwhile (SPEC §12.5), in the same round trip time.
     const recorded = this.resumer.started(connection);
     if (counted !== undefined || recorded !== undefined) {

@@ -11,7 +11,7 @@ import { ReplayPlan } from '../pubsub/topic-stream';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 import { OrphanEdit, SessionRecord, SessionRecords } from '../resume/session-records';
 import { LatticeBody } from '../lattice/lattice-body';
-import { SessionsService } from '../sessions/sessions.service';
+import { ActivityService } from '../activity/activity.service';
 import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
@@ -34,7 +34,7 @@ export class SessionResumeService {
     private readonly helloSequence: HelloSequenceService,
     private readonly lattices: LatticeService,
     private readonly presence: PresenceService,
-    private readonly activity: SessionsService,
+    private readonly activity: ActivityService,
   ) {
     const records = sessions.records;
     if (records !== null) {

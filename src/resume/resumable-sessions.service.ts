@@ -47,7 +47,7 @@ const MAX_REVOKED_REMEMBERED = 100_000;
  * session (kept as a digest), the detach window, and the end of a session
  * whose window passed. The session itself is the Connection, which stays in
  * the registry while detached, so its id, user, subscriptions and presence
- * stay as they are. (Not §8's per-user activity session: see sessions/.)
+ * stay as they are. (Not §8's per-user activity: see activity/.)
  */
 @Injectable()
 export class ResumableSessionsService implements OnModuleDestroy {

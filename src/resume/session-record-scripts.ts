@@ -4,7 +4,7 @@
  * atomically on one Redis. The older ones build keys from the prefix; the
  * revocation and user-index scripts take every key they touch in KEYS.
  */
-import { STATUS_VERSIONS, REDIS_NOW } from '../sessions/status-version';
+import { STATUS_VERSIONS, REDIS_NOW } from '../activity/status-version';
 
 /** A detached or orphaned record outlives its window end by this much (the window itself is in the record). */
 export const AFTER_WINDOW_MS = 60_000;

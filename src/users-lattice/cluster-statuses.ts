@@ -1,6 +1,6 @@
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
-import type { PresenceStatus } from '../sessions/sessions.service';
+import type { PresenceStatus } from '../activity/activity.service';
 
 /** `[version, status]`: the status register of SPEC §7. */
 export type StatusRegister = readonly [version: number, status: PresenceStatus];
@@ -9,7 +9,7 @@ const STATUSES: ReadonlySet<string> = new Set(['active', 'inactive', 'offline'])
 
 /**
  * A user channel message `["<status>", <version>]` (written by the presence
- * scripts in sessions/cluster-sessions.ts); null when malformed.
+ * scripts in activity/redis-activity.ts); null when malformed.
  */
 export function parseStatusMessage(payload: Buffer): StatusRegister | null {
   try {

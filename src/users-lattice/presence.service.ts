@@ -3,14 +3,14 @@ import { Broker } from '../cluster/broker';
 import { SessionMovedError } from '../cluster/session-moved.error';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { SessionsService } from '../sessions/sessions.service';
+import { ActivityService } from '../activity/activity.service';
 import { parseStatusMessage } from './cluster-statuses';
 import { StatusSource } from './status-source';
 import { WatchLists } from './watch-lists';
 
 /**
  * The users lattice `gateway.user` (SPEC §7): per-connection watch lists
- * ({@link WatchLists}) and status pushes. Statuses come from SessionsService
+ * ({@link WatchLists}) and status pushes. Statuses come from ActivityService
  * and, in cluster mode, from Redis: the {@link StatusSource} of the mode.
  */
 @Injectable()
@@ -20,7 +20,7 @@ export class PresenceService implements OnModuleInit {
   constructor(
     private readonly broker: Broker,
     private readonly registry: ConnectionRegistry,
-    private readonly sessions: SessionsService,
+    private readonly activity: ActivityService,
     private readonly lists: WatchLists,
     private readonly source: StatusSource,
   ) {}
@@ -32,7 +32,7 @@ export class PresenceService implements OnModuleInit {
     this.broker.handle<null>('users_unsubscribe', (connectionId) => this.applyUnsubscribe(connectionId));
     // Endpoint 8: the user's connections may be on any node.
     this.broker.handle<readonly string[]>('users_add', (userId, userIds) => this.applyAdd(userId, userIds));
-    this.sessions.onStatusChange((userId, status, atMs) => this.source.changed(userId, [atMs, status]));
+    this.activity.onStatusChange((userId, status, atMs) => this.source.changed(userId, [atMs, status]));
     this.broker.listen('u', (userId, payload) => {
       const register = parseStatusMessage(payload);
       if (register !== null) this.source.changed(userId, register);

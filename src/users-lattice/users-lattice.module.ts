@@ -3,7 +3,7 @@ import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
 import { ClusterModule } from '../cluster/cluster.module';
 import { ConnectionsModule } from '../connections/connections.module';
-import { SessionsModule } from '../sessions/sessions.module';
+import { ActivityModule } from '../activity/activity.module';
 import { MemoryStatusSource } from './memory-status-source';
 import { PresenceService } from './presence.service';
 import { RedisStatusSource } from './redis-status-source';
@@ -17,7 +17,7 @@ export function statusSourceFor(cluster: ClusterContext, lists: WatchLists, brok
 }
 
 @Module({
-  imports: [ConnectionsModule, SessionsModule, ClusterModule],
+  imports: [ConnectionsModule, ActivityModule, ClusterModule],
   providers: [
     WatchLists,
     { provide: StatusSource, useFactory: statusSourceFor, inject: [ClusterContext, WatchLists, Broker] },

@@ -1,13 +1,11 @@
 import { Logger } from '@nestjs/common';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
+import { Connection } from '../connections/connection';
+import { Identity } from '../protocol/identity';
 import { extendDeadline } from './activity';
 import { STATUS_VERSIONS, REDIS_NOW } from './status-version';
-
-/** A status change with its cluster-wide version (Redis `TIME`, ms): SPEC §7 registers. */
-export type StatusAnnounce = (userId: string, status: 'active' | 'inactive' | 'offline', version: number) => void;
-/** Sends one `session_inactive` for a user this node claimed (identity header value, handler name). */
-export type InactiveNotice = (userId: string, authorization: string, handlerName: string) => void;
+import { ActivityEvents, UserActivity } from './user-activity';
 
 /** What this node knows of a user with connections here. */
 interface LocalSession {
@@ -141,8 +139,8 @@ type StatusReply = [status: 'active' | 'inactive' | 'offline' | null, version: n
  * only the node whose claim popped a deadline sends its `session_inactive`.
  * A call's `active` costs no round trip: deadlines are flushed once a second.
  */
-export class ClusterSessions {
-  private readonly logger = new Logger(ClusterSessions.name);
+export class RedisActivity extends UserActivity {
+  private readonly logger = new Logger(RedisActivity.name);
   private readonly local = new Map<string, LocalSession>();
   private readonly dirty = new Set<string>();
   private readonly assertScript: Script;
@@ -152,8 +150,6 @@ export class ClusterSessions {
   private flushTimer: NodeJS.Timeout | null = null;
   private claimTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
-  private announce: StatusAnnounce = () => undefined;
-  private notice: InactiveNotice = () => undefined;
   private readonly removeNodeHooks: Array<(nodeId: string) => Promise<void>> = [];
 
   constructor(
@@ -161,7 +157,9 @@ export class ClusterSessions {
     private readonly names: ClusterNames,
     private readonly nodeId: string,
     private readonly countOf: (userId: string) => number,
+    private readonly events: ActivityEvents,
   ) {
+    super();
     this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
     this.leaveScript = link.script('gatewaySessionLeave', 6, LEAVE);
     this.claimScript = link.script('gatewaySessionClaim', 2, CLAIM);
@@ -170,10 +168,17 @@ export class ClusterSessions {
     this.scheduleClaim();
   }
 
-  /** Who hears of status changes this node's scripts made, and who sends the notices it claimed (SessionsService). */
-  bind(announce: StatusAnnounce, notice: InactiveNotice): void {
-    this.announce = announce;
-    this.notice = notice;
+  /** A connection was authorized here: count it, extend the deadline, status active. */
+  authorized(identity: Identity, handlerName: string, windowMs: number): Promise<void> {
+    return this.connected(identity.userId, windowMs, identity.authorization, handlerName);
+  }
+
+  /** A connection here closed, or was taken over by another node, which counts it now (SPEC §12.5). */
+  connectionGone(connection: Connection): void {
+    const userId = connection.userId;
+    if (userId === null) return;
+    if (connection.isHandedOver) return this.handedOver(userId);
+    void this.disconnected(userId, connection.isResumable ? connection.id : null);
   }
 
   /** A connection of `userId` was authorized here: count it, extend the deadline, status active. */
@@ -201,14 +206,15 @@ export class ClusterSessions {
    * already moved its count here. Deadline: the user's in Redis (resuming is
    * not activity, §12.2).
    */
-  adopted(userId: string, authorization: string, handlerName: string, deadlineAt: number): void {
+  adopted(identity: Identity, handlerName: string, deadlineAt: number): void {
+    const { userId, authorization } = identity;
     const session = this.local.get(userId);
     if (session !== undefined) session.deadlineAt = Math.max(session.deadlineAt, deadlineAt);
     else this.local.set(userId, { deadlineAt, pushedAt: 0, authorization, handlerName });
   }
 
   /** A session of `userId` here was taken over by another node, which counts it now: nothing changes in Redis. */
-  handedOver(userId: string): void {
+  private handedOver(userId: string): void {
     this.forgetIfGone(userId);
   }
 
@@ -332,7 +338,7 @@ export class ClusterSessions {
       [key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusFloor],
       args,
     )) as StatusReply;
-    if (status !== null) this.announce(userId, status, version);
+    if (status !== null) this.events.announce(userId, status, version);
   }
 
   private async leave(
@@ -362,7 +368,7 @@ export class ClusterSessions {
       isReaping,
       ...session,
     ])) as StatusReply;
-    if (reply[0] === 'offline') this.announce(userId, 'offline', reply[1]);
+    if (reply[0] === 'offline') this.events.announce(userId, 'offline', reply[1]);
   }
 
   private scheduleClaim(): void {
@@ -382,8 +388,8 @@ export class ClusterSessions {
         [CLAIM_BATCH, this.head],
       )) as [string, string, string, 'inactive' | 'offline', number][];
       for (const [userId, authorization, handlerName, status, version] of claimed) {
-        this.notice(userId, authorization, handlerName);
-        this.announce(userId, status, version);
+        this.events.inactive(userId, authorization, handlerName);
+        this.events.announce(userId, status, version);
       }
     } catch (err) {
       this.logger.debug({ msg: 'deadline claim failed', error: (err as Error).message });

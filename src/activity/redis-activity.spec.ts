@@ -4,36 +4,32 @@ import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { redisTimeMs } from '../users-lattice/cluster-statuses';
-import { ClusterSessions } from './cluster-sessions';
+import { RedisActivity } from './redis-activity';
 
 /** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
 
 type Status = 'active' | 'inactive' | 'offline';
 
-describe('ClusterSessions on Redis: status versions (SPEC §7)', () => {
+describe('RedisActivity on Redis: status versions (SPEC §7)', () => {
   const links: RedisLink[] = [];
-  const nodes: ClusterSessions[] = [];
+  const nodes: RedisActivity[] = [];
   beforeAll(() => Logger.overrideLogger(false)); // the links' "redis up" lines are not this spec's output
   afterEach(async () => {
     await Promise.all(nodes.splice(0).map((node) => node.stop()));
     await Promise.all(links.splice(0).map((link) => link.close()));
   });
 
-  async function node(
-    names: ClusterNames,
-    nodeId: string,
-    announced: Array<[Status, number]>,
-  ): Promise<ClusterSessions> {
+  async function node(names: ClusterNames, nodeId: string, announced: Array<[Status, number]>): Promise<RedisActivity> {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
     if (!(await link.open(3000)))
       throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
-    const sessions = new ClusterSessions(link, names, nodeId, () => 1);
-    sessions.bind(
-      (_, status, version) => void announced.push([status, version]),
-      () => undefined,
-    );
+    const events = {
+      announce: (_: string, status: Status, version: number) => void announced.push([status, version]),
+      inactive: () => undefined,
+    };
+    const sessions = new RedisActivity(link, names, nodeId, () => 1, events);
     nodes.push(sessions);
     return sessions;
   }

@@ -1,0 +1,44 @@
+import { Module } from '@nestjs/common';
+import { ClusterContext } from '../cluster/cluster-context';
+import { ClusterModule } from '../cluster/cluster.module';
+import { ConnectionRegistry } from '../connections/connection-registry';
+import { ConnectionsModule } from '../connections/connections.module';
+import { LifecycleModule } from '../lifecycle/lifecycle.module';
+import { ShutdownService } from '../lifecycle/shutdown.service';
+import { UpstreamModule } from '../upstream/upstream.module';
+import { ActivityNotices } from './activity-notices';
+import { ActivityService } from './activity.service';
+import { MemoryActivity } from './memory-activity';
+import { RedisActivity } from './redis-activity';
+import { UserActivity } from './user-activity';
+
+/** The one place that says where activity lives (STYLE rule 11); cluster mode wires node deaths and the drain. */
+export function userActivityFor(
+  cluster: ClusterContext,
+  registry: ConnectionRegistry,
+  shutdown: ShutdownService,
+  notices: ActivityNotices,
+): UserActivity {
+  if (cluster.link === null) return new MemoryActivity(notices, registry);
+  const countOf = (userId: string) => [...registry.ofUser(userId)].length;
+  const activity = new RedisActivity(cluster.link, cluster.names, cluster.nodeId, countOf, notices);
+  cluster.onNodeGone((nodeId) => activity.removeNode(nodeId));
+  // SPEC §11 "Drain": presence goes before the clients do, so watchers see it at once.
+  shutdown.onDrain(() => activity.stop());
+  return activity;
+}
+
+@Module({
+  imports: [ConnectionsModule, UpstreamModule, ClusterModule, LifecycleModule],
+  providers: [
+    ActivityNotices,
+    {
+      provide: UserActivity,
+      inject: [ClusterContext, ConnectionRegistry, ShutdownService, ActivityNotices],
+      useFactory: userActivityFor,
+    },
+    ActivityService,
+  ],
+  exports: [ActivityService],
+})
+export class ActivityModule {}

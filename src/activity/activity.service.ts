@@ -1,0 +1,65 @@
+import { Injectable, OnModuleDestroy } from '@nestjs/common';
+import { GatewayConfig } from '../config/gateway-config';
+import { Connection } from '../connections/connection';
+import { ConnectionRegistry } from '../connections/connection-registry';
+import { clampActiveMs } from './activity';
+import { ActivityNotices, StatusListener } from './activity-notices';
+import { UserActivity } from './user-activity';
+
+export type { PresenceStatus } from './user-activity';
+export type { StatusListener };
+
+/**
+ * Activity and inactivity (SPEC §8): one activity deadline per user, shared
+ * by its connections; status changes are announced to listeners (presence).
+ * Where the deadlines live is the {@link UserActivity} of the mode.
+ */
+@Injectable()
+export class ActivityService implements OnModuleDestroy {
+  constructor(
+    private readonly config: GatewayConfig,
+    private readonly notices: ActivityNotices,
+    private readonly activity: UserActivity,
+    registry: ConnectionRegistry,
+  ) {
+    registry.onRemove((connection) => activity.connectionGone(connection));
+  }
+
+  onStatusChange(listener: StatusListener): void {
+    this.notices.onStatusChange(listener);
+  }
+
+  /**
+   * SPEC §8: a user authorized a connection. In cluster mode it resolves once
+   * Redis counted it (its status is then known for the hello snapshots).
+   */
+  authorized(connection: Connection): Promise<void> | void {
+    const windowMs = this.config.activity.newConnectionIdleTimeoutMs;
+    return this.activity.authorized(connection.identity!, connection.handler.name, windowMs);
+  }
+
+  /** SPEC §8: a valid call carried `active: N` seconds. */
+  touch(userId: string, activeSeconds: number): void {
+    const { clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs } = this.config.activity;
+    this.activity.touch(userId, clampActiveMs(activeSeconds, clientMinIdleTimeoutMs, clientMaxIdleTimeoutMs));
+  }
+
+  /**
+   * Cluster mode, SPEC §12.5: this node took over a resumable session of
+   * another node (its count moved here in Redis); `deadlineAt` is the user's
+   * deadline there. Nothing is announced: resuming is not activity (§12.2).
+   */
+  adopted(connection: Connection, deadlineAt: number): void {
+    this.activity.adopted(connection.identity!, connection.handler.name, deadlineAt);
+  }
+
+  /** Cluster mode: runs before a drained or dead node's presence is removed (SPEC §12.5: its resumable sessions detach first). */
+  beforeRemoveNode(hook: (nodeId: string) => Promise<void>): void {
+    this.activity.beforeRemoveNode(hook);
+  }
+
+  /** Cluster mode: this node's presence is withdrawn before the link closes (SPEC §11 "Drain"). */
+  onModuleDestroy(): Promise<void> {
+    return this.activity.stop();
+  }
+}
