@@ -34,6 +34,8 @@ export class RedisLink {
   private readonly logger = new Logger(RedisLink.name);
   private readonly channels = new Set<string>();
   private readonly upListeners: LinkUpListener[] = [];
+  /** Every script this node defined: name → the Lua Redis runs (the script spec checks that each ran, SPEC §13.3). */
+  readonly scripts = new Map<string, string>();
   private readonly settleListeners: LinkUpListener[] = [];
   private readonly messageListeners: LinkMessageListener[] = [];
   private isUpNow = false;
@@ -254,16 +256,23 @@ export class RedisLink {
   /**
    * A Lua script as a function (EVALSHA, loading it on first use): the few
    * atomic multi-key steps of cluster mode. Timed under the script's name.
+   * `keyCount` null: the number of keys varies, and is the length of `keys`.
+   * Every script runs with a `#!lua` shebang (a read-only one declares
+   * `#!lua flags=no-writes` itself), so that on a Redis Cluster Redis refuses
+   * any key outside the slot of its declared keys (SPEC §13.3).
    */
   script(
     name: string,
-    keyCount: number,
+    keyCount: number | null,
     lua: string,
   ): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
-    this.command.defineCommand(name, { numberOfKeys: keyCount, lua });
+    const source = lua.startsWith('#!') ? lua : `#!lua\n${lua}`;
+    this.scripts.set(name, source);
+    this.command.defineCommand(name, keyCount === null ? { lua: source } : { numberOfKeys: keyCount, lua: source });
     const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
       this.command,
     );
+    if (keyCount === null) return (keys, args) => this.timed(name, run(keys.length, ...keys, ...args));
     return (keys, args) => this.timed(name, run(...keys, ...args));
   }
 

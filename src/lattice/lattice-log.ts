@@ -45,7 +45,7 @@ redis.call('PUBLISH', ARGV[5], ARGV[1] .. '{"e":"' .. e .. '","v":' .. v .. ',"x
 return {e, v, tonumber(redis.call('HGET', KEYS[1], 's'))}`;
 
 // KEYS: meta, log, snap. Returns {epoch, version, snapshot version, snapshot or false, entries} or {}.
-const READ = `
+const READ = `#!lua flags=no-writes
 local m = redis.call('HMGET', KEYS[1], 'e', 'v', 's')
 if not m[1] then return {} end
 local s = tonumber(m[3])

@@ -67,7 +67,7 @@ return {e, o}`;
 
 // KEYS: position hash, stream. ARGV: after offset (exclusive), last offset wanted ('+' = to the end).
 // Returns {epoch, offset, instance, entries} or {} when Redis holds no history for the topic.
-const READ = `
+const READ = `#!lua flags=no-writes
 local m = redis.call('HMGET', KEYS[1], 'e', 'o', 'r')
 if not m[1] then return {} end
 local o = tonumber(m[2])

@@ -4,7 +4,7 @@ import { RedisLink } from '../cluster/redis-link';
 import { RESUMES_PER_WINDOW, RESUME_RATE_WINDOW_MS, ResumeRate } from './resume-rate';
 
 // KEYS: the session's resume count. Its count in this window and the window's ms left.
-const READ_RESUMES = `
+const READ_RESUMES = `#!lua flags=no-writes
 local key = KEYS[1]
 return {tonumber(redis.call('GET', key) or '0'), redis.call('PTTL', key)}`;
 

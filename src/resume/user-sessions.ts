@@ -28,17 +28,17 @@ type Script = (keys: readonly string[], args: readonly (string | number | Buffer
  */
 export class UserSessions {
   private readonly revokeScript: Script;
-  /** Scripts whose KEYS count varies (one record per session of the user): numkeys goes first. */
-  private readonly revokeUserName = 'gatewaySessionRevokeUser';
-  private readonly watchOrphansName = 'gatewaySessionWatchUserOrphans';
+  /** Scripts whose KEYS count varies (one record per session of the user). */
+  private readonly revokeUserScript: Script;
+  private readonly watchOrphansScript: Script;
 
   constructor(
     private readonly link: RedisLink,
     private readonly names: ClusterNames,
   ) {
     this.revokeScript = link.script('gatewaySessionRevoke', 6, REVOKE);
-    link.command.defineCommand(this.revokeUserName, { lua: REVOKE_USER });
-    link.command.defineCommand(this.watchOrphansName, { lua: WATCH_USER_ORPHANS });
+    this.revokeUserScript = link.script('gatewaySessionRevokeUser', null, REVOKE_USER);
+    this.watchOrphansScript = link.script('gatewaySessionWatchUserOrphans', null, WATCH_USER_ORPHANS);
   }
 
   /**
@@ -68,7 +68,7 @@ export class UserSessions {
    */
   async revokeUser(userId: string): Promise<HeldRevocations> {
     const keys = [this.names.user(userId), this.names.orphanSessions, this.names.deadlines, this.names.statusFloor];
-    const flat = (await this.overSessionsOf(userId, this.revokeUserName, keys, [SCRIPT_ORIGIN])) as string[];
+    const flat = (await this.overSessionsOf(userId, this.revokeUserScript, keys, [SCRIPT_ORIGIN])) as string[];
     const held: Array<[string, string]> = [];
     for (let i = 0; i < flat.length; i += 2) held.push([flat[i], flat[i + 1]]);
     return held;
@@ -76,11 +76,11 @@ export class UserSessions {
 
   /** Endpoint 8 for the sessions of `userId` that no node holds and that watch users (the nodes do the held ones). */
   async watchForOrphans(userId: string, userIds: readonly string[]): Promise<void> {
-    await this.overSessionsOf(userId, this.watchOrphansName, [], [JSON.stringify(userIds)]);
+    await this.overSessionsOf(userId, this.watchOrphansScript, [], [JSON.stringify(userIds)]);
   }
 
   /**
-   * Run script `name` over the sessions of `userId`: their ids are read from
+   * Run `script` over the sessions of `userId`: their ids are read from
    * the user's set, then the script gets the set, `keys` and each record as
    * KEYS (every key it touches), `args` then the ids as ARGV; it answers
    * 'retry' when the set changed in between. Two round trips; one when Redis
@@ -88,19 +88,16 @@ export class UserSessions {
    */
   private async overSessionsOf(
     userId: string,
-    name: string,
+    script: Script,
     keys: readonly string[],
     args: readonly string[],
   ): Promise<unknown> {
     const set = this.names.userSessions(userId);
-    const run = (this.link.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
-      this.link.command,
-    );
     for (let tries = 0; tries < USER_SET_TRIES; tries++) {
       const ids = await this.link.timed('smembers', this.link.command.smembers(set));
       if (ids.length === 0) return [];
       const allKeys = [set, ...keys, ...ids.map((id) => this.names.session(id))];
-      const reply = await this.link.timed(name, run(allKeys.length, ...allKeys, ...args, ...ids));
+      const reply = await script(allKeys, [...args, ...ids]);
       if (reply !== 'retry') return reply;
     }
     throw new Error(`the sessions of a user kept changing (${USER_SET_TRIES} reads)`);

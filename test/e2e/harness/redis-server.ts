@@ -36,6 +36,29 @@ export class RedisServer {
     return server;
   }
 
+  /**
+   * A one-node Redis Cluster (`cluster-enabled`, all 16384 slots on it): it
+   * serves every key, and refuses a script whose keys are not all in one
+   * slot (SPEC §13.3). Resolves once the cluster state is ok.
+   */
+  static async startOneNodeCluster(): Promise<RedisServer> {
+    const server = await RedisServer.start(['--cluster-enabled', 'yes', '--cluster-config-file', 'nodes.conf']);
+    const client = new Redis(server.url, { lazyConnect: true, retryStrategy: () => null, maxRetriesPerRequest: 0 });
+    client.on('error', () => undefined);
+    try {
+      await client.connect();
+      await client.call('CLUSTER', 'ADDSLOTSRANGE', '0', '16383');
+      const isOk = async (): Promise<void> => {
+        while (!/cluster_state:ok/.test(String(await client.call('CLUSTER', 'INFO'))))
+          await new Promise((resolve) => setTimeout(resolve, 20));
+      };
+      await within(isOk(), `the one-node cluster on port ${server.port} to be ok`, 5000);
+    } finally {
+      client.disconnect();
+    }
+    return server;
+  }
+
   /** Start (again) on the same port and resolve once it answers PING. */
   async restart(ms = 5000): Promise<void> {
     const args = [
