@@ -5,6 +5,7 @@ import { untilMetric } from './harness/metrics';
 import { resumeProtocols } from './harness/resume';
 import { SdkClients, TcpProxy, WireLog, collectMessages, nextEvent } from './harness/sdk-client';
 import { PROTOCOL } from './harness/ws-client';
+import { expectPut, expectPublish } from './harness/v1';
 
 /**
  * The client SDK's side of SPEC §12 (12.7) against the real single-node
@@ -37,15 +38,6 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     return gateway.upstream.requests.filter((r) => r.path === AUTH).length;
   }
 
-  async function put(path: string, body?: unknown): Promise<void> {
-    const res = await api(t.apiUrl, 'PUT', path, body);
-    expect([path, res.status, res.text]).toEqual([path, 204, '']);
-  }
-
-  async function publish(topic: string, payload: unknown): Promise<void> {
-    expect((await api(t.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload))).status).toBe(204);
-  }
-
   async function untilDetached(count: number, ms?: number): Promise<void> {
     await untilMetric(t.apiUrl, 'gateway_sessions_detached', (v) => v === count, ms);
   }
@@ -74,9 +66,9 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const { client, cid } = await connected('alice', { WebSocket: wire.WebSocket });
     const events = sessionEvents(client);
     const lobby = collectMessages(client, 'room.lobby');
-    await put(`/v1/connection/${cid}/subscriptions/room/lobby`);
-    await publish('room/lobby', 1);
-    await publish('room/lobby', 2);
+    await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/room/lobby`);
+    await expectPublish(t.apiUrl, 'room/lobby', 1);
+    await expectPublish(t.apiUrl, 'room/lobby', 2);
     await lobby.until(2);
     const auths = authRequests();
 
@@ -86,11 +78,11 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     expect((await lost)[0]).toMatchObject({ code: 1006, fatal: null });
     expect(client.status).toBe('reconnecting');
     await untilDetached(1);
-    for (const n of [3, 4, 5]) await publish('room/lobby', n);
+    for (const n of [3, 4, 5]) await expectPublish(t.apiUrl, 'room/lobby', n);
     proxy.unblock();
     expect(await resumed).toEqual([{ lost: [], replayed: 3 }]);
     await lobby.until(5);
-    await publish('room/lobby', 6);
+    await expectPublish(t.apiUrl, 'room/lobby', 6);
     await lobby.until(6);
     expect(lobby.seen).toEqual([1, 2, 3, 4, 5, 6]);
     expect(authRequests()).toBe(auths);
@@ -112,8 +104,8 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
 
     // The same connection id: the backend's commands for it reach the resumed client.
     const news = collectMessages(client, 'news');
-    await put(`/v1/connection/${cid}/subscriptions/news`);
-    await publish('news', 'by-cid');
+    await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/news`);
+    await expectPublish(t.apiUrl, 'news', 'by-cid');
     await news.until(1);
     expect(news.seen).toEqual(['by-cid']);
   });
@@ -124,22 +116,22 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const events = sessionEvents(client);
     const a = collectMessages(client, 'a');
     const b = collectMessages(client, 'b');
-    await put(`/v1/connection/${cid}/subscriptions/a`);
-    await put(`/v1/connection/${cid}/subscriptions/b`);
-    await publish('a', 'a1');
+    await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/a`);
+    await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/b`);
+    await expectPublish(t.apiUrl, 'a', 'a1');
     await a.until(1);
     for (let round = 1; round <= 3; round++) {
       const resumed = nextEvent(client, 'resumed');
       proxy.block();
       await untilDetached(1);
-      await publish('b', `b${round}`);
-      if (round === 3) for (const n of [2, 3, 4]) await publish('a', `a${n}`); // a2 is out of the history: lost
+      await expectPublish(t.apiUrl, 'b', `b${round}`);
+      if (round === 3) for (const n of [2, 3, 4]) await expectPublish(t.apiUrl, 'a', `a${n}`); // a2 is out of the history: lost
       proxy.unblock();
       expect(await resumed).toEqual([{ lost: round === 3 ? ['a'] : [], replayed: 1 }]); // b's message; a lost replays nothing
       await b.until(round);
     }
     expect([a.seen, b.seen]).toEqual([['a1'], ['b1', 'b2', 'b3']]);
-    await publish('a', 'a5');
+    await expectPublish(t.apiUrl, 'a', 'a5');
     await a.until(2);
     expect(a.seen).toEqual(['a1', 'a5']);
     expect(events.reconnected).toEqual([]);
@@ -156,16 +148,17 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const seen: string[] = [];
     for (const topic of topics) client.onMessage(topic, (data) => seen.push(`${topic}:${String(data)}`));
     const all = collectMessages(client, topics[topics.length - 1]);
-    for (const topic of topics) await put(`/v1/connection/${cid}/subscriptions/${topic.replaceAll('.', '/')}`);
-    for (const topic of topics) await publish(topic.replaceAll('.', '/'), 'first');
+    for (const topic of topics)
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/${topic.replaceAll('.', '/')}`);
+    for (const topic of topics) await expectPublish(t.apiUrl, topic.replaceAll('.', '/'), 'first');
     await all.until(1);
     expect(seen).toHaveLength(topics.length);
 
     const resumed = nextEvent(client, 'resumed');
     proxy.block();
     await untilDetached(1);
-    await publish(topics[0].replaceAll('.', '/'), 'second'); // the least recent topic: no position in the offer
-    await publish(topics[topics.length - 1].replaceAll('.', '/'), 'second');
+    await expectPublish(t.apiUrl, topics[0].replaceAll('.', '/'), 'second'); // the least recent topic: no position in the offer
+    await expectPublish(t.apiUrl, topics[topics.length - 1].replaceAll('.', '/'), 'second');
     proxy.unblock();
     const [info] = await resumed;
     await all.until(2);
@@ -181,7 +174,7 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     expect(offered).toEqual(topics.slice(topics.length - offered.length).reverse()); // the most recent topics
     expect(offered).not.toContain(topics[0]);
     // A barrier: a message published now comes after every replayed one.
-    await publish(topics[topics.length - 1].replaceAll('.', '/'), 'third');
+    await expectPublish(t.apiUrl, topics[topics.length - 1].replaceAll('.', '/'), 'third');
     await all.until(3);
     expect(seen.slice(topics.length)).toEqual([
       `${topics[0]}:second`,
@@ -195,13 +188,13 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const { client, cid } = await connected('alice');
     const events = sessionEvents(client);
     const lobby = collectMessages(client, 'lobby');
-    await put(`/v1/connection/${cid}/subscriptions/lobby`);
+    await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/lobby`);
     const auths = authRequests();
     const reconnected = nextEvent(client, 'reconnected');
     proxy.block();
     await untilDetached(1);
     await untilDetached(0, 3000);
-    await publish('lobby', 'while-away');
+    await expectPublish(t.apiUrl, 'lobby', 'while-away');
     proxy.unblock();
     expect(await reconnected).toEqual([{ user_id: 'alice' }]);
     expect(authRequests()).toBe(auths + 1);
@@ -209,8 +202,8 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     expect(newCid).not.toBe(cid);
     expect(events.resumed).toEqual([]);
     // The app subscribes again (here: the backend does); only what comes now is delivered.
-    await put(`/v1/connection/${newCid}/subscriptions/lobby`);
-    await publish('lobby', 'live');
+    await expectPut(t.apiUrl, `/v1/connection/${newCid}/subscriptions/lobby`);
+    await expectPublish(t.apiUrl, 'lobby', 'live');
     await lobby.until(1);
     expect(lobby.seen).toEqual(['live']);
   });
@@ -268,8 +261,8 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     const lobby = collectMessages(client, 'lobby');
     expect(wire.sockets[0].protocols).toEqual(BOTH_PROTOCOLS);
     expect(wire.helloOf(0)).toEqual(['hello', {}, { user_id: 'alice' }]);
-    await put(`/v1/connection/${cid}/subscriptions/lobby`);
-    await publish('lobby', 1);
+    await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/lobby`);
+    await expectPublish(t.apiUrl, 'lobby', 1);
     await lobby.until(1);
     expect(wire.sockets[0].frames[1]).toEqual(['message', { topic: 'lobby' }, 1]);
 

@@ -5,6 +5,7 @@ import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { SdkClients, nextEvent, untilChange } from './harness/sdk-client';
+import { expectPut } from './harness/v1';
 
 /**
  * The client SDK (client/src) in Node with `ws`, against the real gateway:
@@ -18,11 +19,6 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
     (value) => new Error(`expected a rejection, got ${JSON.stringify(value)}`),
     (err: unknown) => err,
   );
-}
-
-async function put(apiUrl: string, path: string, body?: unknown): Promise<void> {
-  const res = await api(apiUrl, 'PUT', path, body);
-  expect([path, res.status, res.text]).toEqual([path, 204, '']);
 }
 
 /** The connection id of the next authorization of `user` the upstream saw. */
@@ -192,7 +188,7 @@ describe('client SDK against the real gateway', () => {
       const rooms = alice.lattice('rooms');
       const changes: unknown[] = [];
       rooms.onChange((c) => changes.push(c));
-      await put(t.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 3 }, hidden: { last_message_counter: 9 } },
         private: { alice: { lobby: { last_seen_counter: 1 } } },
       });
@@ -216,7 +212,7 @@ describe('client SDK against the real gateway', () => {
       expect(changes[1]).toEqual([{ key: 'lobby', variables: ['last_message_counter'] }]);
 
       const users = alice.users();
-      await put(t.apiUrl, `/v1/connection/${cid}/users`, ['alice', 'bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/users`, ['alice', 'bob']);
       await untilChange(
         (l) => users.onChange(l),
         () => users.status('bob') === 'offline',
@@ -260,7 +256,7 @@ describe('client SDK against the real gateway', () => {
       const disconnects = disconnectsOf(client);
       await client.connect();
       const cid = await cidOf(upstream, 'alice');
-      await put(first.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
+      await expectPut(first.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 3 } },
         private: { alice: { lobby: {} } },
       });
@@ -298,7 +294,7 @@ describe('client SDK against the real gateway', () => {
       // The new gateway knows nothing yet: the mirror keeps what it had until the backend re-sends state.
       expect(rooms.get('lobby')).toEqual({ last_message_counter: 3 });
       const newCid = await cidOf(upstream, 'alice');
-      await put(second.apiUrl, `/v1/connection/${newCid}/lattices/rooms`, {
+      await expectPut(second.apiUrl, `/v1/connection/${newCid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 4 } },
         private: { alice: { lobby: { last_seen_counter: 4 } } },
       });

@@ -16,6 +16,7 @@ import {
   resumeProtocols,
 } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
+import { expectPut, expectPublish } from './harness/v1';
 
 /**
  * SPEC §12.3/§12.4 in cluster mode: topic history and positions in Redis
@@ -64,24 +65,14 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     return node.hello({ query: `user=${user}-resume`, protocols: resumeProtocols(token, positions) });
   }
 
-  async function put(node: TestGateway, path: string, body?: unknown): Promise<void> {
-    const res = await api(node.apiUrl, 'PUT', path, body);
-    expect([path, res.status, res.text]).toEqual([path, 204, '']);
-  }
-
-  async function publish(node: TestGateway, topic: string, payload: unknown): Promise<void> {
-    const res = await api(node.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload));
-    expect([res.status, res.text]).toEqual([204, '']);
-  }
-
   /** A resumable session of ann on `a`, subscribed to t1 through `b`, that saw one message and is now detached. */
   async function seenThenDetached(
     a: TestGateway,
     b: TestGateway,
   ): Promise<{ first: ResumeMeta; cid: string; seen: Position }> {
     const { client, resume: first, cid } = await optIn(a, 'ann');
-    await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-    await publish(b, 't1', 'seen');
+    await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+    await expectPublish(b.apiUrl, 't1', 'seen');
     const seen = positionOf(await client.next(), 't1');
     await dropConnection(client);
     await untilDetached(a, 1);
@@ -111,10 +102,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const [a, b] = await start();
       const onA = await optIn(a, 'ann');
       const onB = await optIn(b, 'bob');
-      await put(b, `/v1/connection/${onA.cid}/subscriptions/a/b`);
-      await put(a, `/v1/connection/${onB.cid}/subscriptions/a/b`);
+      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/a/b`);
+      await expectPut(a.apiUrl, `/v1/connection/${onB.cid}/subscriptions/a/b`);
       const through = [a, b, b, a, b];
-      for (const [i, node] of through.entries()) await publish(node, 'a/b', { n: i + 1 });
+      for (const [i, node] of through.entries()) await expectPublish(node.apiUrl, 'a/b', { n: i + 1 });
       const seenA = await Promise.all(through.map(() => onA.client.next()));
       const seenB = await Promise.all(through.map(() => onB.client.next()));
       const epoch = seenA[0][1].epoch as string;
@@ -130,10 +121,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const resumable = await optIn(a, 'ann');
       const raw: string[] = [];
       legacy.client.socket.on('message', (data: Buffer) => raw.push(data.toString('utf8')));
-      await put(b, `/v1/connection/${legacy.cid}/subscriptions/a/b`);
-      await put(b, `/v1/connection/${resumable.cid}/subscriptions/a/b`);
-      await publish(a, 'a/b', { n: 1 });
-      await publish(b, 'a/b', { n: 2 });
+      await expectPut(b.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/a/b`);
+      await expectPut(b.apiUrl, `/v1/connection/${resumable.cid}/subscriptions/a/b`);
+      await expectPublish(a.apiUrl, 'a/b', { n: 1 });
+      await expectPublish(b.apiUrl, 'a/b', { n: 2 });
       await legacy.client.next();
       await legacy.client.next();
       expect(raw).toEqual(['["message",{"topic":"a.b"},{"n":1}]', '["message",{"topic":"a.b"},{"n":2}]']);
@@ -145,15 +136,15 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const { client, hello } = await a.hello({ query: 'user=ann', protocols: optInProtocols() });
       expect(hello).toEqual(['hello', {}, { user_id: 'ann' }]);
       const cid = await a.connectionIdOf('user=ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await publish(b, 't1', 1);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPublish(b.apiUrl, 't1', 1);
       expect(await client.next()).toEqual(['message', { topic: 't1' }, 1]);
       expect(await keys('t[hp]:*')).toEqual([]);
     });
 
     it('history keys are one stream and one position hash per topic, trimmed to TOPIC_HISTORY_SIZE, expiring TOPIC_HISTORY_TTL after the last publish', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '3', TOPIC_HISTORY_TTL: '90s' });
-      for (let n = 1; n <= 5; n++) await publish(n % 2 === 0 ? a : b, 'x/y', n);
+      for (let n = 1; n <= 5; n++) await expectPublish((n % 2 === 0 ? a : b).apiUrl, 'x/y', n);
       const [stream] = await keys('th:*');
       const [position] = await keys('tp:*');
       expect(stream).toMatch(/th:\{\d+\}:x\/y$/);
@@ -171,8 +162,8 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('TOPIC_HISTORY_MAX_BYTES: the stream keeps the payload bytes at the bound exactly, counted in the position hash; the oldest go beyond it', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
       const half = JSON.stringify('x'.repeat(498)); // 500 bytes
-      await publish(a, 'x/y', 'x'.repeat(498));
-      await publish(b, 'x/y', 'x'.repeat(498));
+      await expectPublish(a.apiUrl, 'x/y', 'x'.repeat(498));
+      await expectPublish(b.apiUrl, 'x/y', 'x'.repeat(498));
       const [stream] = await keys('th:*');
       const [position] = await keys('tp:*');
       expect((await redis.xrange(stream, '-', '+')).map(([id, fields]) => [id, fields[1]])).toEqual([
@@ -180,10 +171,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
         ['2-0', half],
       ]);
       expect(await redis.hget(position, 'b')).toBe('1000');
-      await publish(a, 'x/y', 1);
+      await expectPublish(a.apiUrl, 'x/y', 1);
       expect((await redis.xrange(stream, '-', '+')).map(([id]) => id)).toEqual(['2-0', '3-0']);
       expect(await redis.hget(position, 'b')).toBe('501');
-      await publish(b, 'x/y', 'x'.repeat(1000)); // over the bound by itself: not kept, and nothing older either
+      await expectPublish(b.apiUrl, 'x/y', 'x'.repeat(1000)); // over the bound by itself: not kept, and nothing older either
       expect(await redis.xlen(stream)).toBe(0);
       expect(await redis.hget(position, 'b')).toBe('0');
       expect(await redis.hget(position, 'o')).toBe('4');
@@ -192,12 +183,12 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('TOPIC_HISTORY_MAX_BYTES: missed payloads up to the bound replay; one byte over it and the topic is lost', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(a, 1);
       const half = 'x'.repeat(498); // 500 bytes of JSON
-      await publish(b, 't1', half);
-      await publish(a, 't1', half); // 1000 bytes: at the bound
+      await expectPublish(b.apiUrl, 't1', half);
+      await expectPublish(a.apiUrl, 't1', half); // 1000 bytes: at the bound
       const { client: again, hello } = await resume(a, 'ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect((await again.next())[2]).toBe(half);
@@ -206,9 +197,9 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
 
       await dropConnection(again);
       await untilDetached(a, 1);
-      await publish(b, 't1', half);
-      await publish(b, 't1', half);
-      await publish(a, 't1', 1); // 1001 bytes missed: the oldest of them was dropped
+      await expectPublish(b.apiUrl, 't1', half);
+      await expectPublish(b.apiUrl, 't1', half);
+      await expectPublish(a.apiUrl, 't1', 1); // 1001 bytes missed: the oldest of them was dropped
       const { client: last, hello: lastHello } = await resume(a, 'ann', resumeOf(hello).token, { t1: seen });
       expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: ['t1'] });
       await expectNothingMore(last);
@@ -217,9 +208,9 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('TOPIC_HISTORY_SIZE=0 keeps no stream, but offsets still advance', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
       const onA = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await publish(a, 't1', 1);
-      await publish(b, 't1', 2);
+      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await expectPublish(a.apiUrl, 't1', 1);
+      await expectPublish(b.apiUrl, 't1', 2);
       expect((await onA.client.next())[1]).toMatchObject({ offset: 1 });
       expect((await onA.client.next())[1]).toMatchObject({ offset: 2 });
       expect(await keys('th:*')).toEqual([]);
@@ -231,15 +222,15 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('a message that never reached the node over pub/sub is filled from the stream before the next one', async () => {
       const [a, b] = await start();
       const onA = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await publish(b, 't1', 'one');
+      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await expectPublish(b.apiUrl, 't1', 'one');
       const [, meta] = await onA.client.next();
       // Append offset 2 to the history without publishing it: as if its pub/sub message was lost.
       const [stream] = await keys('th:*');
       const [position] = await keys('tp:*');
       await redis.hincrby(position, 'o', 1);
       await redis.xadd(stream, '2-0', 'p', '"two"');
-      await publish(b, 't1', 'three');
+      await expectPublish(b.apiUrl, 't1', 'three');
       expect(await onA.client.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: meta.epoch }, 'two']);
       expect(await onA.client.next()).toEqual(['message', { topic: 't1', offset: 3, epoch: meta.epoch }, 'three']);
       await expectNothingMore(onA.client);
@@ -249,13 +240,13 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
       const onA = await optIn(a, 'ann');
       const legacy = await a.helloAs('lee');
-      await put(b, `/v1/connection/${onA.cid}/subscriptions/busy`);
-      await put(b, `/v1/connection/${legacy.cid}/subscriptions/busy`);
+      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/busy`);
+      await expectPut(b.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/busy`);
       const publishers = [a, a, a, b, b, b];
       const perPublisher = 40;
       await Promise.all(
         publishers.map(async (node, p) => {
-          for (let n = 0; n < perPublisher; n++) await publish(node, 'busy', [p, n]);
+          for (let n = 0; n < perPublisher; n++) await expectPublish(node.apiUrl, 'busy', [p, n]);
         }),
       );
       const total = publishers.length * perPublisher;
@@ -271,12 +262,12 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('what the history no longer holds is skipped: the client sees the jump', async () => {
       const [a, b] = await start();
       const onA = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await publish(b, 't1', 'one');
+      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await expectPublish(b.apiUrl, 't1', 'one');
       await onA.client.next();
       const [position] = await keys('tp:*');
       await redis.hincrby(position, 'o', 2); // offsets 2 and 3 were never kept
-      await publish(b, 't1', 'four');
+      await expectPublish(b.apiUrl, 't1', 'four');
       expect((await onA.client.next()).slice(1)).toEqual([
         { topic: 't1', offset: 4, epoch: expect.any(String) },
         'four',
@@ -291,9 +282,9 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const [a, b] = await start({}, ownRedis.url);
       const onA = await optIn(a, 'ann');
       const legacy = await a.helloAs('lee');
-      await put(b, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await put(b, `/v1/connection/${legacy.cid}/subscriptions/t1`);
-      await publish(b, 't1', 'before');
+      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+      await expectPublish(b.apiUrl, 't1', 'before');
       const [, meta] = await onA.client.next();
       await legacy.client.next();
       // Cut node A's subscriber off; publish through B before A has reconnected (its first retry waits 100 ms).
@@ -303,7 +294,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
         .find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
       expect(subscriberOfA).toBeDefined();
       await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriberOfA!)![1]);
-      await publish(b, 't1', 'while-away');
+      await expectPublish(b.apiUrl, 't1', 'while-away');
       expect(await onA.client.next(5000)).toEqual([
         'message',
         { topic: 't1', offset: 2, epoch: meta.epoch },
@@ -318,19 +309,19 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('a resume on the same node replays, in order, what was published through the other node, then snapshots, then live', async () => {
       const [a, b] = await start();
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(b, `/v1/connection/${cid}/lattices/ns`, {
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
         shared: { k: { a_counter: 1 } },
         private: { ann: { k: {} } },
       });
       await client.next(); // lattice snapshot
-      await publish(b, 't1', 'seen');
+      await expectPublish(b.apiUrl, 't1', 'seen');
       const seen = positionOf(await client.next(), 't1');
       await dropConnection(client);
       await untilDetached(a, 1);
-      await publish(b, 't1', 'missed-1');
-      await publish(a, 't1', 'missed-2');
-      await publish(b, 't1', 'missed-3');
+      await expectPublish(b.apiUrl, 't1', 'missed-1');
+      await expectPublish(a.apiUrl, 't1', 'missed-2');
+      await expectPublish(b.apiUrl, 't1', 'missed-3');
       const before = await scrapeMetrics(a.apiUrl);
 
       const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
@@ -340,7 +331,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'missed-2']);
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch }, 'missed-3']);
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1 } }]);
-      await publish(b, 't1', 'live');
+      await expectPublish(b.apiUrl, 't1', 'live');
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 5, epoch }, 'live']);
       await expectNothingMore(again);
       const after = await scrapeMetrics(a.apiUrl);
@@ -350,10 +341,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('a call sent before the resumed hello is answered after the hello and the replay', async () => {
       const [a, b] = await start();
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(a, 1);
-      await publish(b, 't1', 'missed');
+      await expectPublish(b.apiUrl, 't1', 'missed');
       const again = await a.connect({ query: 'user=ann-resume', protocols: resumeProtocols(first.token) });
       again.send(['test.early', { request_id: 'early' }, [], {}]);
       expect(helloMeta(await again.next())).toMatchObject({ resumed: true, lost: [] });
@@ -364,12 +355,12 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
 
     it('a topic without a client position replays what was published after the session subscribed', async () => {
       const [a, b] = await start();
-      await publish(b, 't1', 'before'); // offset 1
+      await expectPublish(b.apiUrl, 't1', 'before'); // offset 1
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(a, 1);
-      await publish(b, 't1', 'after'); // offset 2
+      await expectPublish(b.apiUrl, 't1', 'after'); // offset 2
       const { client: again, hello } = await resume(a, 'ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 'after']);
@@ -378,15 +369,15 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
 
     it('a low offered position replays only what came after the latest subscription (subscribed late; re-subscribed, resumed on the other node)', async () => {
       const [a, b] = await start();
-      await publish(b, 't1', 'before-1');
-      await publish(b, 't1', 'before-2');
+      await expectPublish(b.apiUrl, 't1', 'before-1');
+      await expectPublish(b.apiUrl, 't1', 'before-2');
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`); // at offset 2
-      await publish(b, 't1', 'seen'); // offset 3
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`); // at offset 2
+      await expectPublish(b.apiUrl, 't1', 'seen'); // offset 3
       const epoch = positionOf(await client.next(), 't1')[1];
       await dropConnection(client);
       await untilDetached(a, 1);
-      await publish(a, 't1', 'after'); // offset 4
+      await expectPublish(a.apiUrl, 't1', 'after'); // offset 4
       const { client: again, hello } = await resume(a, 'ann', first.token, { t1: [0, epoch] });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 3, epoch }, 'seen']);
@@ -394,11 +385,11 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await expectNothingMore(again);
 
       expect((await api(b.apiUrl, 'DELETE', `/v1/connection/${cid}/subscriptions/t1`)).status).toBe(204);
-      await publish(b, 't1', 'unsubscribed'); // offset 5
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`); // again, at offset 5
+      await expectPublish(b.apiUrl, 't1', 'unsubscribed'); // offset 5
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`); // again, at offset 5
       await dropConnection(again);
       await untilDetached(a, 1);
-      await publish(b, 't1', 'after-again'); // offset 6
+      await expectPublish(b.apiUrl, 't1', 'after-again'); // offset 6
       // On the other node: the subscription position comes from the session record.
       const { client: last, hello: lastHello } = await resume(b, 'ann', resumeOf(hello).token, { t1: [1, epoch] });
       expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: [] });
@@ -409,8 +400,8 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('publishes racing resumes: every offset exactly once, in order, replayed or live', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '1000' });
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/race`);
-      await publish(b, 'race', 0);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/race`);
+      await expectPublish(b.apiUrl, 'race', 0);
       let position = positionOf(await client.next(), 'race');
       const from = position[0];
       await dropConnection(client);
@@ -423,7 +414,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const published = Promise.all(
         publishers.map(async (node, p) => {
           for (let n = 0; n < perPublisher; n++) {
-            await publish(node, 'race', [p, n]);
+            await expectPublish(node.apiUrl, 'race', [p, n]);
             done++;
           }
         }),
@@ -459,19 +450,19 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('lost when more was missed than TOPIC_HISTORY_SIZE keeps: nothing replayed, live continues', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '2' });
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(b, `/v1/connection/${cid}/subscriptions/t2`);
-      await publish(b, 't1', 'seen');
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
+      await expectPublish(b.apiUrl, 't1', 'seen');
       const seen = positionOf(await client.next(), 't1');
       await dropConnection(client);
       await untilDetached(a, 1);
-      for (const n of [1, 2, 3]) await publish(b, 't1', n);
-      await publish(a, 't2', 'kept');
+      for (const n of [1, 2, 3]) await expectPublish(b.apiUrl, 't1', n);
+      await expectPublish(a.apiUrl, 't2', 'kept');
       const before = await scrapeMetrics(a.apiUrl);
       const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
       expect(await again.next()).toEqual(['message', { topic: 't2', offset: 1, epoch: expect.any(String) }, 'kept']);
-      await publish(a, 't1', 'live');
+      await expectPublish(a.apiUrl, 't1', 'live');
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 5, epoch: seen[1] }, 'live']);
       await expectNothingMore(again);
       const after = await scrapeMetrics(a.apiUrl);
@@ -481,11 +472,11 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('TOPIC_HISTORY_SIZE=0: a topic with missed messages is lost, one without is not', async () => {
       const [a, b] = await start({ TOPIC_HISTORY_SIZE: '0' });
       const { client, resume: first, cid } = await optIn(a, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(b, `/v1/connection/${cid}/subscriptions/quiet`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/quiet`);
       await dropConnection(client);
       await untilDetached(a, 1);
-      await publish(b, 't1', 'missed');
+      await expectPublish(b.apiUrl, 't1', 'missed');
       const { client: again, hello } = await resume(a, 'ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
       await expectNothingMore(again);
@@ -494,12 +485,12 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     it('lost when the Redis history was wiped: the topic has a new epoch, live frames start again at 1', async () => {
       const [a, b] = await start();
       const { first, seen } = await seenThenDetached(a, b);
-      await publish(b, 't1', 'gone');
+      await expectPublish(b.apiUrl, 't1', 'gone');
       await redis.del(...(await keys('t[hp]:*')));
-      await publish(b, 't1', 'new-1');
+      await expectPublish(b.apiUrl, 't1', 'new-1');
       const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
-      await publish(a, 't1', 'new-2');
+      await expectPublish(a.apiUrl, 't1', 'new-2');
       const [, meta, payload] = await again.next();
       expect(payload).toBe('new-2');
       expect(meta).toEqual({ topic: 't1', offset: 2, epoch: expect.any(String) });
@@ -526,10 +517,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       } finally {
         probe.disconnect();
       }
-      await publish(b, 't1', 'after-restart');
+      await expectPublish(b.apiUrl, 't1', 'after-restart');
       const { client: again, hello } = await resume(a, 'ann', first.token, { t1: seen });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
-      await publish(b, 't1', 'live');
+      await expectPublish(b.apiUrl, 't1', 'live');
       const [, meta, payload] = await again.next();
       expect([payload, meta.offset]).toEqual(['live', 2]);
       expect(meta.epoch).not.toBe(seen[1]);
@@ -542,8 +533,8 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       const [a] = await start({}, ownRedis.url);
       const onA = await optIn(a, 'ann');
       const legacy = await a.helloAs('lee');
-      await put(a, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await put(a, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+      await expectPut(a.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+      await expectPut(a.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
       await ownRedis.kill();
       await waitDown(a);
       const res = await api(a.apiUrl, 'POST', '/v1/publish/t1', '"lost"');

@@ -1,6 +1,6 @@
 import { TestCluster, startTestCluster } from './harness/cluster';
-import { api } from './harness/http';
 import { Frame, WsClient } from './harness/ws-client';
+import { expectPut } from './harness/v1';
 
 type Register = [number, string];
 
@@ -8,11 +8,6 @@ type Register = [number, string];
 describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
   let cluster: TestCluster;
   afterEach(() => cluster.close());
-
-  async function put(apiUrl: string, path: string, body: unknown): Promise<void> {
-    const res = await api(apiUrl, 'PUT', path, body);
-    expect([path, res.status, res.text]).toEqual([path, 204, '']);
-  }
 
   function registersOf(frame: Frame): Record<string, Register> {
     expect(frame.slice(0, 2)).toEqual(['lattice', { namespace: 'gateway.user' }]);
@@ -34,7 +29,7 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       const [a, b, c] = cluster.nodes;
       await b.helloAs('bob');
       const alice = await a.helloAs('alice');
-      await put(c.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob', 'nobody']);
+      await expectPut(c.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob', 'nobody']);
       const registers = registersOf(await alice.client.next());
       expect(registers.bob[1]).toBe('active');
       expect(registers.nobody).toEqual([0, 'offline']);
@@ -44,7 +39,7 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       const [a, b, c] = cluster.nodes;
       const watchers = [await a.helloAs('alice'), await c.helloAs('carol')];
       for (const [i, watcher] of watchers.entries()) {
-        await put(cluster.nodes[i].apiUrl, `/v1/connection/${watcher.cid}/users`, ['bob']);
+        await expectPut(cluster.nodes[i].apiUrl, `/v1/connection/${watcher.cid}/users`, ['bob']);
         expect(await nextStatusOf(watcher.client, 'bob')).toEqual([0, 'offline']);
       }
       await b.helloAs('bob');
@@ -57,11 +52,11 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       const [a, b, c] = cluster.nodes;
       const onA = await a.helloAs('alice', 'user=alice&n=1');
       const onB = await b.helloAs('alice', 'user=alice&n=2');
-      await put(c.apiUrl, `/v1/connection/${onA.cid}/users`, []);
-      await put(c.apiUrl, `/v1/connection/${onB.cid}/users`, []);
+      await expectPut(c.apiUrl, `/v1/connection/${onA.cid}/users`, []);
+      await expectPut(c.apiUrl, `/v1/connection/${onB.cid}/users`, []);
       expect(registersOf(await onA.client.next())).toEqual({});
       expect(registersOf(await onB.client.next())).toEqual({});
-      await put(c.apiUrl, '/v1/user/alice/users', ['dave']);
+      await expectPut(c.apiUrl, '/v1/user/alice/users', ['dave']);
       for (const { client } of [onA, onB]) expect(await nextStatusOf(client, 'dave')).toEqual([0, 'offline']);
     });
   });
@@ -72,7 +67,7 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
     it('sends exactly one session_inactive per expiry for a user connected to all three nodes', async () => {
       const sessions = await Promise.all(cluster.nodes.map((node, i) => node.helloAs('ulla', `user=ulla&n=${i}`)));
       const watcher = await cluster.nodes[0].helloAs('walt');
-      await put(cluster.nodes[1].apiUrl, `/v1/connection/${watcher.cid}/users`, ['ulla']);
+      await expectPut(cluster.nodes[1].apiUrl, `/v1/connection/${watcher.cid}/users`, ['ulla']);
       expect((await nextStatusOf(watcher.client, 'ulla'))[1]).toBe('active');
       // A later session as the barrier: its notice comes after any duplicate of ulla's could have.
       await cluster.nodes[2].helloAs('vera');
@@ -91,7 +86,7 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       const [a, b] = cluster.nodes;
       const bob = await b.helloAs('bob');
       const alice = await a.helloAs('alice');
-      await put(a.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
+      await expectPut(a.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
       expect((await nextStatusOf(alice.client, 'bob'))[1]).toBe('active');
       const inactive = await nextStatusOf(alice.client, 'bob');
       expect(inactive[1]).toBe('inactive');
@@ -105,7 +100,7 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       const [a, b] = cluster.nodes;
       const bob = await b.helloAs('bob');
       const alice = await a.helloAs('alice');
-      await put(a.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
+      await expectPut(a.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
       expect((await nextStatusOf(alice.client, 'bob'))[1]).toBe('active');
       const calledAt = Date.now();
       await bob.client.call('chat.ping', { request_id: 1, active: 3 });

@@ -18,6 +18,7 @@ import {
   resumeProtocols,
 } from './harness/resume';
 import { Frame, HandshakeRefused, WsClient } from './harness/ws-client';
+import { expectPut, expectPublish } from './harness/v1';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
 interface Node {
@@ -37,16 +38,6 @@ async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
 
 function authRequests(upstream: FakeUpstream): number {
   return upstream.requests.filter((r) => r.path.endsWith('/gateway/authorize_connection')).length;
-}
-
-async function put(node: Node, path: string, body?: unknown): Promise<void> {
-  const res = await api(node.apiUrl, 'PUT', path, body);
-  expect([path, res.status, res.text]).toEqual([path, 204, '']);
-}
-
-async function publish(node: Node, topic: string, payload: unknown): Promise<void> {
-  const res = await api(node.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload));
-  expect(res.status).toBe(204);
 }
 
 /** The next frame, checked to be a message of `topic` carrying `payload` (positions are the HISTORY part's). */
@@ -130,7 +121,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     const query = `user=wat&q=${++queries}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     clients.push(client);
-    await put(node, `/v1/connection/${await cidOf(upstream, query)}/users`, [user, ...others]);
+    await expectPut(node.apiUrl, `/v1/connection/${await cidOf(upstream, query)}/users`, [user, ...others]);
     const watcher = new Watcher(client);
     await watcher.until(user, 'offline', 3000);
     return watcher;
@@ -151,12 +142,12 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     it('resumes on node B a session born on node A: same cid, no authorization, subscriptions, lattice data, watch list', async () => {
       await start();
       const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
-      await put(x, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(x, `/v1/connection/${cid}/lattices/ns`, {
+      await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(x.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
         shared: { k: { a_counter: 1 } },
         private: { ann: { k: { mine_counter: 2 } } },
       });
-      await put(x, `/v1/connection/${cid}/users`, ['bob']);
+      await expectPut(x.apiUrl, `/v1/connection/${cid}/users`, ['bob']);
       expect(await client.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { a_counter: 1, mine_counter: 2 } }]);
       expect((await client.next())[1]).toEqual({ namespace: 'gateway.user' });
       await dropConnection(client);
@@ -178,7 +169,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
         { namespace: 'gateway.user' },
         { bob: { status_register: [0, 'offline'] } },
       ]);
-      await publish(x, 't1', 'after');
+      await expectPublish(x.apiUrl, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
       expect((await scrapeMetrics(b.apiUrl)).value('gateway_resumes_total{result="resumed"}')).toBe(1);
@@ -196,12 +187,12 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     it('a command that reaches the old holder after a takeover, before its notice, is sent on to the new holder', async () => {
       await start();
       const { client, cid } = await optIn(a, c.upstream, 'ann');
-      await put(x, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       // The takeover by node B as node A sees it before the notice arrives: the record names B.
       const redis = new Redis(TEST_REDIS_URL);
       try {
         await redis.hset(`${c.prefix}rs:${cid}`, 'n', 'nodeB');
-        await put(x, `/v1/connection/${cid}/subscriptions/t2`);
+        await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
         // Node A learnt it from its record write: its copy is handed over (4409), never written into B's record.
         expect(await client.closed(3000)).toEqual({ code: 4409, reason: 'session_resumed' });
         expect(await redis.hget(`${c.prefix}rs:${cid}`, 't:t2')).toBeNull();
@@ -217,11 +208,11 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       const watcher = await watcherOf(x, c.upstream, 'ann');
       const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
       await watcher.until('ann', 'active', 2000);
-      await put(a, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(a.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       const { client: again, hello } = await resume(b, 'ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await client.closed(3000)).toEqual({ code: 4409, reason: 'session_resumed' });
-      await publish(a, 't1', 'after');
+      await expectPublish(a.apiUrl, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       await expectNothingMore(again);
       await watcher.barrier();
@@ -239,11 +230,11 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
         [b, 't2'],
         [x, 't3'],
       ] as const) {
-        await put(node, `/v1/connection/${cid}/subscriptions/${topic}`);
-        await publish(x, topic, topic);
+        await expectPut(node.apiUrl, `/v1/connection/${cid}/subscriptions/${topic}`);
+        await expectPublish(x.apiUrl, topic, topic);
         await expectMessage(again, topic, topic);
       }
-      await put(a, `/v1/connection/${cid}/lattices/ns`, {
+      await expectPut(a.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
         shared: { k: { a_counter: 7 } },
         private: { ann: { k: {} } },
       });
@@ -259,7 +250,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     it('resumes A → B → A → B, each time with the latest token', async () => {
       await start();
       let { client, resume: current, cid } = await optIn(a, c.upstream, 'ann');
-      await put(x, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       const order = [b, a, b];
       // What the client received, as it offers it on resume (without it, a topic replays from its subscription).
       const positions: Record<string, Position> = {};
@@ -269,10 +260,10 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
         expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true, lost: [] });
         client = resumed.client;
         current = resumed.resume;
-        await publish(x, 't1', round);
+        await expectPublish(x.apiUrl, 't1', round);
         positions.t1 = positionOf(await expectMessage(client, 't1', round), 't1');
-        await put(x, `/v1/connection/${cid}/subscriptions/r${round}`);
-        await publish(x, `r${round}`, 'cmd');
+        await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/r${round}`);
+        await expectPublish(x.apiUrl, `r${round}`, 'cmd');
         positions[`r${round}`] = positionOf(await expectMessage(client, `r${round}`, 'cmd'), `r${round}`);
       }
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 0);
@@ -438,7 +429,7 @@ handlers:
         );
       const [a, b] = nodes;
       const { client, resume: first, cid } = await optIn(a, upstream, 'ann');
-      await put(b, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await redis.kill();
       await untilRedisState(a.apiUrl, 'down');
       await redis.restart();
@@ -457,7 +448,7 @@ handlers:
       await dropConnection(client);
       const { client: again, hello } = await resume(b, 'ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
-      await publish(b, 't1', 'after');
+      await expectPublish(b.apiUrl, 't1', 'after');
       await expectMessage(again, 't1', 'after');
     }, 30_000);
   });
@@ -491,19 +482,21 @@ handlers:
       // A legacy connection on the same node: it ends with its node (SPEC §11).
       await cluster.hello(nodeK, 'bob');
       await watcher.until('bob', 'active', 3000);
-      await put(watchNode, `/v1/connection/${cid}/subscriptions/t1`);
-      await put(watchNode, `/v1/connection/${cid}/lattices/ns`, { private: { ann: { k: { v_counter: 4 } } } });
+      await expectPut(watchNode.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(watchNode.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
+        private: { ann: { k: { v_counter: 4 } } },
+      });
       nodeK.kill('SIGKILL');
       await nodeK.exit(5000);
       const { client: again, hello } = await resume(watchNode, 'ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 4 } }]);
-      await publish(watchNode, 't1', 'after');
+      await expectPublish(watchNode.apiUrl, 't1', 'after');
       await expectMessage(again, 't1', 'after');
       // The dead node is reaped (≤ 15 s): ann keeps her count on the new node.
       const other = await cluster.start('nodeO');
-      await put(other, `/v1/connection/${cid}/subscriptions/t2`);
-      await publish(other, 't2', 'routed');
+      await expectPut(other.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
+      await expectPublish(other.apiUrl, 't2', 'routed');
       await expectMessage(again, 't2', 'routed');
       // Once the dead node is reaped (≤ 15 s), its presence is gone, and ann's stayed.
       const redis = new Redis(TEST_REDIS_URL);
@@ -530,7 +523,7 @@ handlers:
       await watcher.until('ann', 'active', 3000);
       const bob = await cluster.hello(nodeD, 'bob');
       await watcher.until('bob', 'active', 3000);
-      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t1`);
+      await expectPut(watchNode.apiUrl, `/v1/connection/${ann.cid}/subscriptions/t1`);
       nodeD.kill('SIGTERM');
       expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
       expect(await bob.client.closed(5000)).toEqual({ code: 1001, reason: 'shutdown' });
@@ -538,10 +531,12 @@ handlers:
       // The legacy connection's presence went with the drain (SPEC §11), the resumable one's stayed.
       await watcher.until('bob', 'offline', 2000);
       // Held by no node now: /v1 commands apply to the detached session (SPEC §12.2), through its record.
-      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/t2`);
-      await put(watchNode, `/v1/connection/${ann.cid}/lattices/ns`, { private: { ann: { k: { v_counter: 2 } } } });
-      await put(watchNode, `/v1/connection/${ann.cid}/users`, ['bob']);
-      await put(watchNode, '/v1/user/ann/users', ['carl']);
+      await expectPut(watchNode.apiUrl, `/v1/connection/${ann.cid}/subscriptions/t2`);
+      await expectPut(watchNode.apiUrl, `/v1/connection/${ann.cid}/lattices/ns`, {
+        private: { ann: { k: { v_counter: 2 } } },
+      });
+      await expectPut(watchNode.apiUrl, `/v1/connection/${ann.cid}/users`, ['bob']);
+      await expectPut(watchNode.apiUrl, '/v1/user/ann/users', ['carl']);
       const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true });
       expect(await again.next()).toEqual(['lattice', { namespace: 'ns' }, { k: { v_counter: 2 } }]);
@@ -550,9 +545,9 @@ handlers:
         { namespace: 'gateway.user' },
         { bob: { status_register: [expect.any(Number), 'offline'] }, carl: { status_register: [0, 'offline'] } },
       ]);
-      await publish(watchNode, 't1', 'after');
+      await expectPublish(watchNode.apiUrl, 't1', 'after');
       await expectMessage(again, 't1', 'after');
-      await publish(watchNode, 't2', 'while-detached');
+      await expectPublish(watchNode.apiUrl, 't2', 'while-detached');
       await expectMessage(again, 't2', 'while-detached');
       await watcher.barrier();
       expect(watcher.statusesOf('ann')).toEqual(['offline', 'active']);
@@ -565,9 +560,9 @@ handlers:
       nodeD.kill('SIGTERM');
       expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
       await nodeD.exit(5000);
-      await publish(watchNode, 'late', 'before-subscribe');
-      await put(watchNode, `/v1/connection/${ann.cid}/subscriptions/late`);
-      await publish(watchNode, 'late', 'after-subscribe');
+      await expectPublish(watchNode.apiUrl, 'late', 'before-subscribe');
+      await expectPut(watchNode.apiUrl, `/v1/connection/${ann.cid}/subscriptions/late`);
+      await expectPublish(watchNode.apiUrl, 'late', 'after-subscribe');
       const { client: again, hello } = await resume(watchNode, 'ann', ann.resume.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       const replayed = await expectMessage(again, 'late', 'after-subscribe');

@@ -7,6 +7,7 @@ import { ApiResponse, api } from './harness/http';
 import { dropConnection, helloMeta, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { TcpProxy } from './harness/tcp-proxy';
 import { WsClient } from './harness/ws-client';
+import { expectPut } from './harness/v1';
 
 /**
  * SPEC §12.6 as amended (issue 35): a 204 on `DELETE /v1/connection/{cid}`
@@ -39,11 +40,6 @@ async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
     (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
   );
   return (auth.body as [{ connection_id: string }])[0].connection_id;
-}
-
-async function put(node: Node, path: string): Promise<void> {
-  const res = await api(node.apiUrl, 'PUT', path);
-  expect([path, res.status, res.text]).toEqual([path, 204, '']);
 }
 
 /** A resume attempt's outcome: the socket, whether it resumed, and the token its hello carries. */
@@ -147,7 +143,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
     async function raceRound(round: number, pathOf: (cid: string, user: string) => string): Promise<string[]> {
       const user = `race${round}`;
       const born = await optIn(a, c.upstream, user);
-      await put(x, `/v1/connection/${born.cid}/subscriptions/room${round}`);
+      await expectPut(x.apiUrl, `/v1/connection/${born.cid}/subscriptions/room${round}`);
       const isHalfOpen = round % 2 === 0;
       if (!isHalfOpen) await dropConnection(born.client);
       const apiNode = [a, a, b, x][round % 4];
@@ -197,7 +193,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       for (let s = 0; s < sessions; s++) {
         const user = `flip${s}`;
         const born = await optIn(a, c.upstream, user);
-        await put(x, `/v1/connection/${born.cid}/subscriptions/flips${s}`);
+        await expectPut(x.apiUrl, `/v1/connection/${born.cid}/subscriptions/flips${s}`);
         let token = born.token;
         let deletedAt: number | null = null;
         const resumedSockets: WsClient[] = [born.client];
@@ -238,7 +234,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
 
     it("a stale holder that gets the DELETE first sends the session's end to the node that took it over", async () => {
       const born = await optIn(a, c.upstream, 'stale');
-      await put(x, `/v1/connection/${born.cid}/subscriptions/stale-room`);
+      await expectPut(x.apiUrl, `/v1/connection/${born.cid}/subscriptions/stale-room`);
       const resumed = await resume(b, 'stale', born.token);
       expect(resumed.isResumed).toBe(true);
       const res = await api(a.apiUrl, 'DELETE', `/v1/connection/${born.cid}`);
@@ -350,7 +346,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       // One DELETE reaches the cut-off holder itself, the other session's only through the healthy node.
       const first = await optIn(a, upstream, 'ona');
       const second = await optIn(a, upstream, 'ona2');
-      await put(b, `/v1/connection/${second.cid}/subscriptions/kept`);
+      await expectPut(b.apiUrl, `/v1/connection/${second.cid}/subscriptions/kept`);
       await cut();
       expectUnavailable(await api(a.apiUrl, 'DELETE', `/v1/connection/${first.cid}`));
       // Through B: 503 while the holder may still serve the session (its liveness key lives), then 204.

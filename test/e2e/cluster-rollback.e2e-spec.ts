@@ -15,6 +15,7 @@ import {
   resumeProtocols,
 } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
+import { expectPut } from './harness/v1';
 
 /**
  * SPEC §13.1: Redis comes back with less than it acknowledged (a restart from
@@ -49,11 +50,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     const query = `user=${user}&o=${Math.random()}`;
     const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
     return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
-  }
-
-  async function put(node: TestGateway, path: string, body?: unknown): Promise<void> {
-    const res = await api(node.apiUrl, 'PUT', path, body);
-    expect([path, res.status, res.text]).toEqual([path, 204, '']);
   }
 
   async function publish(node: TestGateway, n: number): Promise<void> {
@@ -98,8 +94,10 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     const legacyB = await b.helloAs('lou');
     const resumableA = await optIn(a, 'ann');
     const resumableB = await optIn(b, 'bob');
-    for (const cid of [legacyA.cid, resumableB.cid]) await put(a, `/v1/connection/${cid}/subscriptions/room`);
-    for (const cid of [legacyB.cid, resumableA.cid]) await put(b, `/v1/connection/${cid}/subscriptions/room`);
+    for (const cid of [legacyA.cid, resumableB.cid])
+      await expectPut(a.apiUrl, `/v1/connection/${cid}/subscriptions/room`);
+    for (const cid of [legacyB.cid, resumableA.cid])
+      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/room`);
     const through = (n: number): TestGateway => (n % 2 === 0 ? b : a);
 
     for (let n = 1; n <= 3; n++) await publish(through(n), n);
@@ -135,8 +133,8 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
   it('a resume from a position the rolled-back history does not hold reports the topic lost, never "nothing missed"', async () => {
     const ann = await optIn(a, 'ann');
     const bob = await optIn(b, 'bob');
-    await put(b, `/v1/connection/${ann.cid}/subscriptions/room`);
-    await put(a, `/v1/connection/${bob.cid}/subscriptions/room`);
+    await expectPut(b.apiUrl, `/v1/connection/${ann.cid}/subscriptions/room`);
+    await expectPut(a.apiUrl, `/v1/connection/${bob.cid}/subscriptions/room`);
     for (let n = 1; n <= 3; n++) await publish(b, n);
     await redis.snapshot();
     for (let n = 4; n <= 5; n++) await publish(b, n);
@@ -171,7 +169,7 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
   it('lattice updates acknowledged on either side of the snapshot all survive: a new subscriber sees every one', async () => {
     // A holds the namespace (a subscriber there); updates go through both nodes.
     const holder = await a.helloAs('hal');
-    await put(b, `/v1/connection/${holder.cid}/lattices/rooms`, { private: { hal: { r1: {} } } });
+    await expectPut(b.apiUrl, `/v1/connection/${holder.cid}/lattices/rooms`, { private: { hal: { r1: {} } } });
     expect(await holder.client.next()).toEqual(['lattice', { namespace: 'rooms' }, { r1: {} }]);
     const through = (n: number): TestGateway => (n % 2 === 0 ? b : a);
     for (let n = 1; n <= 4; n++) await update(through(n), n);
@@ -188,7 +186,9 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
         // A fresh subscriber's snapshot: what the cluster holds for the namespace now.
         const user = `reader${Math.random().toString(36).slice(2, 8)}`;
         const reader = await node.helloAs(user);
-        await put(node, `/v1/connection/${reader.cid}/lattices/rooms`, { private: { [user]: { r1: {} } } });
+        await expectPut(node.apiUrl, `/v1/connection/${reader.cid}/lattices/rooms`, {
+          private: { [user]: { r1: {} } },
+        });
         const [, , data] = await reader.client.next();
         await reader.client.close();
         const r1 = (data as { r1?: { members_set?: string[]; seen_counter?: number } }).r1 ?? {};

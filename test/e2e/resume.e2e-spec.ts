@@ -14,6 +14,7 @@ import {
   resumeProtocols,
 } from './harness/resume';
 import { Frame, HandshakeRefused, PROTOCOL, WsClient } from './harness/ws-client';
+import { expectPut, expectPublish } from './harness/v1';
 
 /** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
 describe('resumable sessions (SPEC §12, one node)', () => {
@@ -46,16 +47,6 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     return t.upstream.requests.filter((r) => r.path.endsWith('/gateway/authorize_connection')).length;
   }
 
-  async function put(path: string, body?: unknown): Promise<void> {
-    const res = await api(t.apiUrl, 'PUT', path, body);
-    expect([path, res.status, res.text]).toEqual([path, 204, '']);
-  }
-
-  async function publish(topic: string, payload: unknown): Promise<void> {
-    const res = await api(t.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(payload));
-    expect(res.status).toBe(204);
-  }
-
   async function untilDetached(count: number): Promise<void> {
     await untilMetric(t.apiUrl, 'gateway_sessions_detached', (v) => v === count);
   }
@@ -76,8 +67,8 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       const { client, cid } = await t.helloAs('ann');
       const raw: string[] = [];
       client.socket.on('message', (data: Buffer) => raw.push(data.toString('utf8')));
-      await put(`/v1/connection/${cid}/subscriptions/a/b`);
-      await publish('a/b', { n: 1 });
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/a/b`);
+      await expectPublish(t.apiUrl, 'a/b', { n: 1 });
       await client.next();
       expect(raw).toEqual(['["message",{"topic":"a.b"},{"n":1}]']);
       expect(client.frames[0]).toEqual(['hello', {}, { user_id: 'ann' }]);
@@ -97,8 +88,8 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       const { client, hello } = await t.hello({ query: 'user=ann', protocols: optInProtocols() });
       expect(hello).toEqual(['hello', {}, { user_id: 'ann' }]);
       const cid = await t.connectionIdOf('user=ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await publish('t1', 1);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPublish(t.apiUrl, 't1', 1);
       expect(await client.next()).toEqual(['message', { topic: 't1' }, 1]);
     });
 
@@ -106,9 +97,9 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await start();
       const { client, cid } = await optIn('ann');
       const legacy = await t.helloAs('bob');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await put(`/v1/connection/${legacy.cid}/subscriptions/t1`);
-      for (const n of [1, 2, 3]) await publish('t1', { n });
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+      for (const n of [1, 2, 3]) await expectPublish(t.apiUrl, 't1', { n });
       const frames = [await client.next(), await client.next(), await client.next()];
       const epoch = frames[0][1].epoch as string;
       expect(epoch).toMatch(/^[A-Za-z0-9_-]{1,64}$/);
@@ -123,17 +114,20 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('resumes a dropped session: same connection id, no authorization, missed messages, snapshots, then live', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await put(`/v1/connection/${cid}/lattices/ns`, { shared: { k: { a_counter: 1 } }, private: { ann: { k: {} } } });
-      await put(`/v1/connection/${cid}/users`, ['ann']);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
+        shared: { k: { a_counter: 1 } },
+        private: { ann: { k: {} } },
+      });
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/users`, ['ann']);
       await client.next(); // lattice snapshot
       await client.next(); // users snapshot
-      await publish('t1', 'seen');
+      await expectPublish(t.apiUrl, 't1', 'seen');
       const seen = positionOf(await client.next(), 't1');
       await dropConnection(client);
       await untilDetached(1);
-      await publish('t1', 'missed-1');
-      await publish('t1', 'missed-2');
+      await expectPublish(t.apiUrl, 't1', 'missed-1');
+      await expectPublish(t.apiUrl, 't1', 'missed-2');
       const auths = authRequests();
 
       const { client: again, hello } = await resume('ann', first.token, { t1: seen });
@@ -150,11 +144,11 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       expect(users[0]).toBe('lattice');
       expect(users[1]).toEqual({ namespace: 'gateway.user' });
       expect((users[2] as Record<string, { status_register: [number, string] }>).ann.status_register[1]).toBe('active');
-      await publish('t1', 'live');
+      await expectPublish(t.apiUrl, 't1', 'live');
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch }, 'live']);
       // The same connection id: a /v1 command for it reaches the resumed socket.
-      await put(`/v1/connection/${cid}/subscriptions/t2`);
-      await publish('t2', 'by-cid');
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
+      await expectPublish(t.apiUrl, 't2', 'by-cid');
       expect(await again.next()).toEqual(['message', { topic: 't2', offset: 1, epoch: expect.any(String) }, 'by-cid']);
       await expectNothingMore(again);
       await untilDetached(0);
@@ -163,13 +157,13 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a topic without a position replays everything published after the session subscribed to it', async () => {
       await start();
       const bob = await optIn('bob');
-      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
-      await publish('t1', 'before'); // offset 1, before ann's subscription
+      await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/subscriptions/t1`);
+      await expectPublish(t.apiUrl, 't1', 'before'); // offset 1, before ann's subscription
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
-      await publish('t1', 'after'); // offset 2
+      await expectPublish(t.apiUrl, 't1', 'after'); // offset 2
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 'after']);
@@ -179,15 +173,15 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a low offered position on a topic the session subscribed to late replays only what came after its subscription', async () => {
       await start();
       const bob = await optIn('bob');
-      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
-      await publish('t1', 'before-1');
-      await publish('t1', 'before-2');
+      await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/subscriptions/t1`);
+      await expectPublish(t.apiUrl, 't1', 'before-1');
+      await expectPublish(t.apiUrl, 't1', 'before-2');
       const epoch = positionOf(await bob.client.next(), 't1')[1];
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`); // at offset 2
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`); // at offset 2
       await dropConnection(client);
       await untilDetached(1);
-      await publish('t1', 'after'); // offset 3
+      await expectPublish(t.apiUrl, 't1', 'after'); // offset 3
       let token = first.token;
       for (const offered of [0, 1]) {
         const { client: again, hello } = await resume('ann', token, { t1: [offered, epoch] });
@@ -203,18 +197,18 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a re-subscription after the backend unsubscribed the session: a low offer replays only what came after the latest subscription', async () => {
       await start();
       const bob = await optIn('bob'); // keeps t1's history going while ann is unsubscribed
-      await put(`/v1/connection/${bob.cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/subscriptions/t1`);
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await publish('t1', 'seen'); // offset 1
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPublish(t.apiUrl, 't1', 'seen'); // offset 1
       const seen = positionOf(await client.next(), 't1');
       await api(t.apiUrl, 'DELETE', `/v1/connection/${cid}/subscriptions/t1`);
-      await publish('t1', 'unsubscribed-1');
-      await publish('t1', 'unsubscribed-2');
-      await put(`/v1/connection/${cid}/subscriptions/t1`); // again, at offset 3
+      await expectPublish(t.apiUrl, 't1', 'unsubscribed-1');
+      await expectPublish(t.apiUrl, 't1', 'unsubscribed-2');
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`); // again, at offset 3
       await dropConnection(client);
       await untilDetached(1);
-      await publish('t1', 'after'); // offset 4
+      await expectPublish(t.apiUrl, 't1', 'after'); // offset 4
       const { client: again, hello } = await resume('ann', first.token, { t1: seen });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 4, epoch: seen[1] }, 'after']);
@@ -224,14 +218,14 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('an offer with "count_replayed": true gets "replayed": N, the number of missed messages that follow before live traffic', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await put(`/v1/connection/${cid}/subscriptions/t2`);
-      await publish('t1', 'seen');
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
+      await expectPublish(t.apiUrl, 't1', 'seen');
       const seen = positionOf(await client.next(), 't1');
       await dropConnection(client);
       await untilDetached(1);
-      for (const n of [1, 2]) await publish('t1', `missed-${n}`);
-      await publish('t2', 'missed-3');
+      for (const n of [1, 2]) await expectPublish(t.apiUrl, 't1', `missed-${n}`);
+      await expectPublish(t.apiUrl, 't2', 'missed-3');
 
       const asked = await t.hello({
         query: 'user=ann-resume',
@@ -278,10 +272,10 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       const { client, resume: first, cid } = await optIn('ann');
       await dropConnection(client);
       await untilDetached(1);
-      await put(`/v1/connection/${cid}/subscriptions/news`);
-      await put(`/v1/connection/${cid}/lattices/ns`, { private: { ann: { k: { x_counter: 7 } } } });
-      await put(`/v1/connection/${cid}/users`, ['zed']);
-      await publish('news', 'while-away');
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/news`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/lattices/ns`, { private: { ann: { k: { x_counter: 7 } } } });
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/users`, ['zed']);
+      await expectPublish(t.apiUrl, 'news', 'while-away');
       const { client: again } = await resume('ann', first.token);
       expect(await again.next()).toEqual([
         'message',
@@ -314,11 +308,11 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('resuming a still-attached (half-open) session closes the old socket with 4409 session_resumed', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect(await client.closed()).toEqual({ code: 4409, reason: 'session_resumed' });
-      await publish('t1', 'after');
+      await expectPublish(t.apiUrl, 't1', 'after');
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 1, epoch: expect.any(String) }, 'after']);
       await expectNothingMore(again);
       expect(await t.openConnections()).toBe(1);
@@ -327,7 +321,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('resumes many times in a row, each time with the latest token, the first right after hello', async () => {
       await start();
       let { client, resume: current, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       let position: Position | null = null;
       for (let round = 1; round <= 4; round++) {
         if (round > 1) await dropConnection(client);
@@ -335,7 +329,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
         expect(helloMeta(resumed.hello)).toMatchObject({ resumed: true, lost: [] });
         client = resumed.client;
         current = resumeOf(resumed.hello);
-        await publish('t1', round);
+        await expectPublish(t.apiUrl, 't1', round);
         position = positionOf(await client.next(), 't1');
         expect(position[0]).toBe(round);
       }
@@ -347,7 +341,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       async (code) => {
         await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
         const watcher = await t.helloAs('wat');
-        await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+        await expectPut(t.apiUrl, `/v1/connection/${watcher.cid}/users`, ['ann']);
         await watcher.client.next();
         const { client, resume: first } = await optIn('ann');
         expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
@@ -386,12 +380,12 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a slow-consumer close detaches the session; the resume reports what the history lost', async () => {
       await start({ CLIENT_QUEUE_MAX_BYTES: '64KiB', TOPIC_HISTORY_SIZE: '5' });
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/flood`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/flood`);
       (client.socket as unknown as { _socket: Socket })._socket.pause();
       const pad = 'x'.repeat(100 * 1024);
       for (let seq = 0; (await scrapeMetrics(t.apiUrl)).value('gateway_slow_consumer_closes_total') === 0;) {
         if (seq > 800) throw new Error('no slow-consumer close after 800 messages of 100 KiB');
-        for (const end = seq + 20; seq < end; seq += 1) await publish('flood', { seq, pad });
+        for (const end = seq + 20; seq < end; seq += 1) await expectPublish(t.apiUrl, 'flood', { seq, pad });
       }
       client.socket.terminate();
       await untilDetached(1);
@@ -440,7 +434,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await start({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', RESUME_WINDOW: '1200ms' });
       const watcher = await t.helloAs('wat');
       const { client } = await optIn('ann');
-      await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+      await expectPut(t.apiUrl, `/v1/connection/${watcher.cid}/users`, ['ann']);
       expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
       const droppedAt = Date.now();
       await dropConnection(client);
@@ -457,7 +451,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
       const watcher = await t.helloAs('wat');
       const { client } = await optIn('ann');
-      await put(`/v1/connection/${watcher.cid}/users`, ['ann']);
+      await expectPut(t.apiUrl, `/v1/connection/${watcher.cid}/users`, ['ann']);
       await watcher.client.next();
       await dropConnection(client);
       await t.upstream.nextRequest((r) => r.path.endsWith('/gateway/session_inactive'), 3000);
@@ -469,19 +463,19 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a topic whose missed messages the history no longer holds is lost and replays nothing', async () => {
       await start({ TOPIC_HISTORY_SIZE: '3' });
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await put(`/v1/connection/${cid}/subscriptions/t2`);
-      await publish('t1', 0);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
+      await expectPublish(t.apiUrl, 't1', 0);
       const seen = positionOf(await client.next(), 't1');
       await dropConnection(client);
       await untilDetached(1);
-      for (let n = 1; n <= 5; n++) await publish('t1', n); // offsets 2..6; the history keeps 4..6
-      await publish('t2', 'kept');
+      for (let n = 1; n <= 5; n++) await expectPublish(t.apiUrl, 't1', n); // offsets 2..6; the history keeps 4..6
+      await expectPublish(t.apiUrl, 't2', 'kept');
       const { client: again, hello } = await resume('ann', first.token, { t1: seen });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
       expect(await again.next()).toEqual(['message', { topic: 't2', offset: 1, epoch: expect.any(String) }, 'kept']);
       await expectNothingMore(again);
-      await publish('t1', 'live');
+      await expectPublish(t.apiUrl, 't1', 'live');
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 7, epoch: seen[1] }, 'live']);
       const metrics = await scrapeMetrics(t.apiUrl);
       expect(metrics.value('gateway_lost_topics_total')).toBe(1);
@@ -491,12 +485,12 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('TOPIC_HISTORY_MAX_BYTES: missed payloads up to the bound replay; one byte over it and the topic is lost', async () => {
       await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
       const half = 'x'.repeat(498); // 500 bytes of JSON
-      await publish('t1', half);
-      await publish('t1', half); // 1000 bytes: at the bound
+      await expectPublish(t.apiUrl, 't1', half);
+      await expectPublish(t.apiUrl, 't1', half); // 1000 bytes: at the bound
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
       expect((await again.next())[2]).toBe(half);
@@ -505,9 +499,9 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
       await dropConnection(again);
       await untilDetached(1);
-      await publish('t1', half);
-      await publish('t1', half);
-      await publish('t1', 1); // 1001 bytes missed: the oldest of them was dropped
+      await expectPublish(t.apiUrl, 't1', half);
+      await expectPublish(t.apiUrl, 't1', half);
+      await expectPublish(t.apiUrl, 't1', 1); // 1001 bytes missed: the oldest of them was dropped
       const { client: last, hello: lastHello } = await resume('ann', resumeOf(hello).token, { t1: seen });
       expect(helloMeta(lastHello)).toMatchObject({ resumed: true, lost: ['t1'] });
       await expectNothingMore(last);
@@ -516,13 +510,13 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('HISTORY_MEMORY_MAX_BYTES: over it the oldest messages of the largest history go; a resume that missed them reports that topic lost', async () => {
       await start({ HISTORY_MEMORY_MAX_BYTES: '2KiB' });
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/big`);
-      await put(`/v1/connection/${cid}/subscriptions/small`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/big`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/small`);
       await dropConnection(client);
       await untilDetached(1);
-      await publish('small', 'kept');
+      await expectPublish(t.apiUrl, 'small', 'kept');
       // Frames of ~560 bytes: the fourth takes the history over 2 KiB.
-      for (let n = 1; n <= 4; n++) await publish('big', 'x'.repeat(498));
+      for (let n = 1; n <= 4; n++) await expectPublish(t.apiUrl, 'big', 'x'.repeat(498));
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['big'] });
       expect(await again.next()).toEqual(['message', { topic: 'small', offset: 1, epoch: expect.any(String) }, 'kept']);
@@ -533,10 +527,10 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a position of another epoch is lost', async () => {
       await start();
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
-      await publish('t1', 1);
+      await expectPublish(t.apiUrl, 't1', 1);
       const { client: again, hello } = await resume('ann', first.token, { t1: [0, 'another-epoch'] });
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
       await expectNothingMore(again);
@@ -545,23 +539,23 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('TOPIC_HISTORY_SIZE=0 replays nothing; topics with missed messages are lost, the others not', async () => {
       await start({ TOPIC_HISTORY_SIZE: '0' });
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await put(`/v1/connection/${cid}/subscriptions/quiet`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/quiet`);
       await dropConnection(client);
       await untilDetached(1);
-      await publish('t1', 1);
+      await expectPublish(t.apiUrl, 't1', 1);
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: ['t1'] });
       await expectNothingMore(again);
-      await publish('t1', 2);
+      await expectPublish(t.apiUrl, 't1', 2);
       expect(await again.next()).toEqual(['message', { topic: 't1', offset: 2, epoch: expect.any(String) }, 2]);
     });
 
     it('the history of a topic is dropped TOPIC_HISTORY_TTL after its last publish', async () => {
       await start({ RESUME_WINDOW: '100ms', TOPIC_HISTORY_TTL: '200ms' });
       const { cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
-      await publish('t1', 1);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+      await expectPublish(t.apiUrl, 't1', 1);
       await untilMetric(t.apiUrl, 'gateway_topic_history_messages', (v) => v === 1);
       await untilMetric(t.apiUrl, 'gateway_topic_history_messages', (v) => v === 0, 3000);
     });
@@ -601,11 +595,11 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('an expired token falls back and is counted as expired; nothing of the old session leaks', async () => {
       await start({ RESUME_WINDOW: '200ms' });
       const { client, resume: first, cid } = await optIn('ann');
-      await put(`/v1/connection/${cid}/subscriptions/t1`);
+      await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
       await untilDetached(0);
-      await publish('t1', 'nobody');
+      await expectPublish(t.apiUrl, 't1', 'nobody');
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: false });
       expect((await scrapeMetrics(t.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);

@@ -2,6 +2,7 @@ import { TOPOLOGIES } from './harness/cluster';
 import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { Frame, WsClient } from './harness/ws-client';
+import { expectPut } from './harness/v1';
 
 type Statuses = Record<string, { status_register: [number, string] }>;
 
@@ -13,11 +14,6 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
   let barriers = 0;
 
   const connect = (user: string, query?: string): Promise<{ client: WsClient; cid: string }> => t.helloAs(user, query);
-
-  async function put(path: string, body: unknown): Promise<void> {
-    const res = await api(t.apiUrl, 'PUT', path, body);
-    expect([path, res.status, res.text]).toEqual([path, 204, '']);
-  }
 
   /** The statuses of a `gateway.user` frame, checked for shape. */
   function statusesOf(frame: Frame): Statuses {
@@ -50,7 +46,7 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
       const startedAt = Date.now();
       const alice = await connect('alice');
       await connect('bob');
-      await put(`/v1/connection/${alice.cid}/users`, ['bob', 'carol']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob', 'carol']);
       const statuses = statusesOf(await alice.client.next());
       expect(Object.keys(statuses).sort()).toEqual(['bob', 'carol']);
       expectRegister(statuses.bob.status_register, 'active', startedAt);
@@ -60,9 +56,9 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
 
     it('endpoint 7 called again sends the statuses of the users it lists', async () => {
       const alice = await connect('alice');
-      await put(`/v1/connection/${alice.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
       expect(Object.keys(statusesOf(await alice.client.next()))).toEqual(['bob']);
-      await put(`/v1/connection/${alice.cid}/users`, ['carol']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice.cid}/users`, ['carol']);
       const statuses = statusesOf(await alice.client.next());
       expect(statuses).toEqual({ carol: { status_register: [0, 'offline'] } });
     });
@@ -70,7 +66,7 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
     it("pushes a watched user's connection to every subscribed connection watching it", async () => {
       const startedAt = Date.now();
       const alice = await connect('alice');
-      await put(`/v1/connection/${alice.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
       expect(statusesOf(await alice.client.next()).bob.status_register).toEqual([0, 'offline']);
       const bob = await connect('bob');
       expectRegister(statusesOf(await alice.client.next()).bob?.status_register, 'active', startedAt);
@@ -84,15 +80,15 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
       const alice2 = await connect('alice', 'user=alice&n=2');
       const alice3 = await connect('alice', 'user=alice&n=3');
       const bob = await connect('bob');
-      await put(`/v1/connection/${alice1.cid}/users`, ['bob']);
-      await put(`/v1/connection/${alice2.cid}/users`, []);
+      await expectPut(t.apiUrl, `/v1/connection/${alice1.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice2.cid}/users`, []);
       expect(Object.keys(statusesOf(await alice1.client.next()))).toEqual(['bob']);
       expect(statusesOf(await alice2.client.next())).toEqual({});
       // bob is subscribed too, but endpoint 8 names alice.
-      await put(`/v1/connection/${bob.cid}/users`, ['erin']);
+      await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/users`, ['erin']);
       await bob.client.next();
 
-      await put('/v1/user/alice/users', ['dave']);
+      await expectPut(t.apiUrl, '/v1/user/alice/users', ['dave']);
       for (const alice of [alice1, alice2]) {
         const statuses = statusesOf(await alice.client.next());
         expect(statuses).toEqual({ dave: { status_register: [0, 'offline'] } });
@@ -109,8 +105,8 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
 
     it('endpoint 8 for a user with no subscribed connection changes nothing', async () => {
       const alice = await connect('alice');
-      await put('/v1/user/alice/users', ['dave']);
-      await put('/v1/user/nobody/users', ['dave']);
+      await expectPut(t.apiUrl, '/v1/user/alice/users', ['dave']);
+      await expectPut(t.apiUrl, '/v1/user/nobody/users', ['dave']);
       await expectNothingMore(alice.client);
       // alice was not subscribed, so dave's arrival is not pushed to her.
       await connect('dave');
@@ -120,8 +116,8 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
     it('endpoint 9 unsubscribes only that connection', async () => {
       const alice1 = await connect('alice', 'user=alice&n=1');
       const alice2 = await connect('alice', 'user=alice&n=2');
-      await put(`/v1/connection/${alice1.cid}/users`, ['bob']);
-      await put(`/v1/connection/${alice2.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice1.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice2.cid}/users`, ['bob']);
       await alice1.client.next();
       await alice2.client.next();
 
@@ -132,7 +128,7 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
       await expectNothingMore(alice1.client);
 
       // Endpoint 8 no longer reaches the unsubscribed connection either.
-      await put('/v1/user/alice/users', ['dave']);
+      await expectPut(t.apiUrl, '/v1/user/alice/users', ['dave']);
       expect(Object.keys(statusesOf(await alice2.client.next()))).toEqual(['dave']);
       await expectNothingMore(alice1.client);
     });
@@ -158,7 +154,7 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
       const startedAt = Date.now();
       const alice = await connect('alice');
       const bob = await connect('bob');
-      await put(`/v1/connection/${alice.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
       expectRegister(statusesOf(await alice.client.next()).bob.status_register, 'active', startedAt);
 
       const inactive = statusesOf(await alice.client.next(3000)).bob?.status_register;
@@ -174,7 +170,7 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
       const startedAt = Date.now();
       const alice = await connect('alice');
       const bob = await connect('bob');
-      await put(`/v1/connection/${alice.cid}/users`, ['bob']);
+      await expectPut(t.apiUrl, `/v1/connection/${alice.cid}/users`, ['bob']);
       expectRegister(statusesOf(await alice.client.next()).bob.status_register, 'active', startedAt);
       await bob.client.close();
       // Still active until the deadline: closing an active session pushes nothing.
