@@ -20,7 +20,8 @@ export async function connectionIdOf(upstream: FakeUpstream, query?: string, ms?
   const auth = await upstream.nextRequest(
     (r) =>
       r.path.endsWith('/gateway/authorize_connection') &&
-      (query === undefined || (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query),
+      (query === undefined ||
+        (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query),
     ms,
   );
   return (auth.body as [{ connection_id: string }])[0].connection_id;
