@@ -5,6 +5,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { PrimaryWatch } from './primary-watch';
 import { createRedisClient, redisTargetOf } from './redis-client';
+import { redisAddressOf, redisErrorCause } from '../config/redis-address';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -56,6 +57,11 @@ export class RedisLink {
   private replacedAtMs: number | null = null;
   /** The instance a rollback was last reported for: counted once per instance. */
   private rollbackSeenOn = '';
+  /** Where REDIS_URL points (host:port, no credentials), for log lines. */
+  readonly address: string;
+  /** The last connection error's cause, and the one last logged (said once per outage and cause). */
+  private lastCauseNow: string | null = null;
+  private loggedCause: string | null = null;
 
   constructor(
     url: string,
@@ -73,6 +79,7 @@ export class RedisLink {
       connectionName: `gateway:${nodeId}`,
     };
     const target = redisTargetOf(url);
+    this.address = redisAddressOf(target);
     this.command = createRedisClient(target, options);
     this.subscriber = createRedisClient(target, options);
     this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);
@@ -84,7 +91,7 @@ export class RedisLink {
       client.on('close', () => this.onDown(role));
       client.on('reconnecting', () => metrics.redisReconnects.inc());
       // ioredis reports every failed attempt here; the down transition is logged once in onDown.
-      client.on('error', (err: Error) => this.logger.debug({ msg: 'redis error', role, error: err.message }));
+      client.on('error', (err: Error) => this.onError(role, err));
     }
     this.subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
       this.lastHeardAt = Date.now();
@@ -339,7 +346,8 @@ export class RedisLink {
     this.isUpNow = true;
     this.hasBeenUp = true;
     this.metrics.redisUp.set(1);
-    this.logger.log({ msg: 'redis up', channels: this.channels.size });
+    this.loggedCause = null;
+    this.logger.log({ msg: 'redis up', redis: this.address, channels: this.channels.size });
     await this.announce();
   }
 
@@ -370,7 +378,32 @@ export class RedisLink {
     this.isUpNow = false;
     this.downAt = Date.now();
     this.metrics.redisUp.set(0);
-    if (!this.isClosing) this.logger.warn({ msg: 'redis down', role });
+    if (!this.isClosing)
+      this.logger.warn({
+        msg: 'redis down',
+        role,
+        redis: this.address,
+        cause: this.lastCauseNow ?? 'connection closed',
+      });
+  }
+
+  /** The last connection error's cause (null: none yet), e.g. for the start-up line. */
+  get lastCause(): string | null {
+    return this.lastCauseNow;
+  }
+
+  /**
+   * ioredis reports every failed attempt here. While the link is down, a
+   * cause not yet logged in this outage is logged once (a wrong host or
+   * password must not go unsaid); the rest is debug.
+   */
+  private onError(role: string, err: Error): void {
+    const cause = redisErrorCause(err);
+    this.lastCauseNow = cause;
+    this.logger.debug({ msg: 'redis error', role, error: cause });
+    if (this.isUpNow || this.isClosing || cause === this.loggedCause) return;
+    this.loggedCause = cause;
+    this.logger.warn({ msg: 'redis unreachable', role, redis: this.address, cause });
   }
 }
 
