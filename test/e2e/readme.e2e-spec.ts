@@ -201,3 +201,70 @@ describe('README', () => {
     }
   });
 });
+
+describe('docs/operations.md', () => {
+  it('runs "Running several nodes" as written: its own Redis and backend on free ports, two nodes that meet', async () => {
+    const text = section(
+      readFileSync(path.join(PROJECT_ROOT, 'docs/operations.md'), 'utf8'),
+      '## Running several nodes',
+    );
+    const block = blockWith(codeBlocks(text), 'free_port');
+    const publish = /`(curl [^`]+\$API2[^`]+)`/.exec(text);
+    if (publish === null) throw new Error('no curl command publishing through $API2');
+    // dist/ is built by the e2e globalSetup: a rebuild here would rewrite it under the other specs.
+    const script = block.replace(/^npm run build\n/m, '') + '\nwait\n';
+    const shell = spawn('bash', ['-c', script], {
+      cwd: PROJECT_ROOT,
+      env: { PATH: process.env.PATH ?? '', HOME: process.env.HOME ?? '/tmp', LOG_LEVEL: 'info' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      detached: true, // its own process group: Redis, the backend and both nodes stop together
+    });
+    let output = '';
+    shell.stdout!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    shell.stderr!.on('data', (chunk: Buffer) => (output += chunk.toString('utf8')));
+    const exited = new Promise((resolve) => shell.once('exit', resolve));
+    try {
+      const ports = await waitFor(
+        () =>
+          /node 1: ws:\/\/127\.0\.0\.1:(\d+)\/ and http:\/\/127\.0\.0\.1:(\d+), node 2: .* and http:\/\/127\.0\.0\.1:(\d+)/.exec(
+            output,
+          ) ?? undefined,
+        `the block to print its ports (output: ${output.slice(-500)})`,
+        5000,
+      );
+      const [ws1, api2] = [ports[1], ports[3]];
+      await waitFor(
+        () => ((output.match(/"msg":"gateway started"/g) ?? []).length === 2 ? true : undefined),
+        'both nodes to log "gateway started"',
+        20_000,
+      ).catch((err: Error) => {
+        throw new Error(`${err.message}; output: ${output.slice(-1500)}`);
+      });
+      const client = await WsClient.connect(`ws://127.0.0.1:${ws1}`, { query: 'user=alice' });
+      expect(await client.next(5000)).toEqual(['hello', {}, { user_id: 'alice' }]);
+      expect(await client.call('topic.join', { request_id: 1 }, ['news'])).toEqual([
+        'result',
+        { request_id: 1 },
+        { joined: 'news' },
+      ]);
+      const { stdout } = await run('bash', ['-c', publish[1]], { env: { PATH: process.env.PATH ?? '', API2: api2 } });
+      expect(stdout).toBe('204\n');
+      expect(await client.next(5000)).toEqual(['message', { topic: 'news' }, { text: 'hi' }]);
+      await client.close();
+    } finally {
+      process.kill(-shell.pid!, 'SIGTERM');
+      await within(exited, `the several-nodes block to stop (output: ${output.slice(-500)})`, 15_000);
+    }
+  }, 40_000);
+});
+
+describe('docs/configuration.md', () => {
+  it('documents every environment setting the loader reads (src/config/env.dto.ts)', () => {
+    const dto = readFileSync(path.join(PROJECT_ROOT, 'src/config/env.dto.ts'), 'utf8');
+    const settings = [...dto.matchAll(/@Expose\(\)[^\n]*?\b([A-Z][A-Z0-9_]+)[?!]?:/g)].map((m) => m[1]);
+    expect(settings.length).toBeGreaterThan(40);
+    const doc = readFileSync(path.join(PROJECT_ROOT, 'docs/configuration.md'), 'utf8');
+    const tableRows = doc.split('\n').filter((line) => line.startsWith('| `'));
+    expect(settings.filter((name) => !tableRows.some((row) => row.includes(`\`${name}\``)))).toEqual([]);
+  });
+});
