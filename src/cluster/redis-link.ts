@@ -5,7 +5,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { PrimaryWatch } from './primary-watch';
 import { createRedisClient, redisTargetOf } from './redis-client';
-import { redisAddressOf, redisErrorCause } from '../config/redis-address';
+import { redisErrorCause, redisUrlForLog } from '../config/redis-address';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -57,7 +57,7 @@ export class RedisLink {
   private replacedAtMs: number | null = null;
   /** The instance a rollback was last reported for: counted once per instance. */
   private rollbackSeenOn = '';
-  /** Where REDIS_URL points (host:port, no credentials), for log lines. */
+  /** REDIS_URL as log lines show it: credentials redacted, host shown. */
   readonly address: string;
   /** The last connection error's cause, and the one last logged (said once per outage and cause). */
   private lastCauseNow: string | null = null;
@@ -79,7 +79,7 @@ export class RedisLink {
       connectionName: `gateway:${nodeId}`,
     };
     const target = redisTargetOf(url);
-    this.address = redisAddressOf(target);
+    this.address = redisUrlForLog(url, target);
     this.command = createRedisClient(target, options);
     this.subscriber = createRedisClient(target, options);
     this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);

@@ -1,20 +1,22 @@
-import { redisAddressOf, redisErrorCause } from './redis-address';
+import { redisErrorCause, redisUrlForLog } from './redis-address';
 import { parseRedisUrl } from './redis-url';
 
-const addressOf = (url: string): string => redisAddressOf(parseRedisUrl(url).target!);
+const shown = (url: string): string => redisUrlForLog(url, parseRedisUrl(url).target!);
 
-describe('redisAddressOf', () => {
+describe('redisUrlForLog', () => {
   it.each([
-    ['redis://127.0.0.1:6390', '127.0.0.1:6390'],
-    ['redis://redis.internal', 'redis.internal:6379'],
-    ['rediss://gw:hunter2@redis.internal:6380/2', 'redis.internal:6380'],
-    ['redis://[::1]:7000', '[::1]:7000'],
+    ['redis://127.0.0.1:6390', 'redis://127.0.0.1:6390'],
+    ['redis://redis.internal/2', 'redis://redis.internal/2'],
+    ['rediss://gw:hunter2@redis.internal:6380/2', 'rediss://<redacted>@redis.internal:6380/2'],
+    ['redis://:hunter2@[::1]:7000', 'redis://<redacted>@[::1]:7000'],
+    ['redis://redis.internal:6379/0?password=hunter2', 'redis://redis.internal:6379/0?<redacted>'],
+    ['redis+sentinel://s1.test,s2.test:26380/prod', 'redis+sentinel://s1.test:26379,s2.test:26380/prod'],
     [
-      'redis+sentinel://gw:hunter2@s1.test,s2.test:26380/prod?sentinel_password=pw2',
-      'sentinel prod at s1.test:26379,s2.test:26380',
+      'rediss+sentinel://gw:hunter2@s1.test/prod?sentinel_password=pw2',
+      'rediss+sentinel://<redacted>@s1.test:26379/prod?<redacted>',
     ],
-  ])('%s is %s, without credentials', (url, address) => {
-    expect(addressOf(url)).toBe(address);
+  ])('%s is shown as %s', (url, expected) => {
+    expect(shown(url)).toBe(expected);
   });
 });
 

@@ -1,25 +1,30 @@
 import { RedisTarget } from './redis-url';
 
-/** ioredis' port for a `redis://` URL without one. */
-const DEFAULT_REDIS_PORT = 6379;
+const REDACTED = '<redacted>';
+/** Query keys that may carry a credential (ioredis reads `password` from a URL's query too). */
+const SECRET_QUERY_KEY = /pass|user|secret|token|auth/i;
 
 /**
- * Where a REDIS_URL points, for log lines: `host:port` of one Redis, or
- * `sentinel <master> at host:port,...` for a Sentinel-managed primary. Never
- * a user name, a password or a query value (the URL's credentials stay out of
- * the logs, SPEC §10), always the host, so a wrong host is seen at once.
+ * REDIS_URL as log lines show it (SPEC §10: never a credential): a URL
+ * without credentials as it is, so a wrong host, port, database or scheme
+ * (`redis://` against a TLS port) is seen at once; with a user name or
+ * password, the same URL with them replaced by `<redacted>`. A Sentinel URL
+ * keeps its sentinels and master name; a query that may hold a credential is
+ * redacted as a whole.
  */
-export function redisAddressOf(target: RedisTarget): string {
+export function redisUrlForLog(text: string, target: RedisTarget): string {
   if (target.kind === 'sentinel') {
-    const sentinels = target.options.sentinels.map(({ host, port }) => hostPort(host, port)).join(',');
-    return `sentinel ${target.options.name} at ${sentinels}`;
+    const { sentinels, name, username, password } = target.options;
+    const scheme = text.slice(0, text.indexOf(':'));
+    const hosts = sentinels.map(({ host, port }) => `${host}:${port}`).join(',');
+    const query = text.includes('?') ? `?${REDACTED}` : '';
+    return `${scheme}://${username !== undefined || password !== undefined ? `${REDACTED}@` : ''}${hosts}/${name}${query}`;
   }
   const url = new URL(target.url);
-  return hostPort(url.hostname, url.port === '' ? DEFAULT_REDIS_PORT : Number(url.port));
-}
-
-function hostPort(host: string, port: number): string {
-  return `${host}:${port}`;
+  const hasCredentials = url.username !== '' || url.password !== '';
+  const query = [...url.searchParams.keys()].some((key) => SECRET_QUERY_KEY.test(key)) ? `?${REDACTED}` : url.search;
+  if (!hasCredentials && query === url.search) return text;
+  return `${url.protocol}//${hasCredentials ? `${REDACTED}@` : ''}${url.host}${url.pathname === '/' ? '' : url.pathname}${query}`;
 }
 
 /**
