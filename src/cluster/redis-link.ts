@@ -14,6 +14,8 @@ export type LinkMessageListener = (channel: string, message: Buffer) => void;
 /** CLUSTER.md: resubscribe after a reconnect in batches of this many channels. */
 const RESUBSCRIBE_BATCH = 512;
 const MAX_RETRY_DELAY_MS = 1000;
+/** ioredis' error for a round over the sentinels that gave no primary. */
+const SENTINEL_ROUND_FAILED = 'All sentinels are unreachable';
 /** REDIS_WAIT_REPLICAS=0: nothing to wait for (one shared promise, nothing allocated per write). */
 const CONFIRMED = Promise.resolve();
 
@@ -401,7 +403,8 @@ export class RedisLink {
     const cause = redisErrorCause(err);
     this.lastCauseNow = cause;
     this.logger.debug({ msg: 'redis error', role, error: cause });
-    if (this.isUpNow || this.isClosing || cause === this.loggedCause) return;
+    // A failed round over the sentinels is said by PrimaryWatch, with the plain reason (SPEC §13.2).
+    if (this.isUpNow || this.isClosing || cause === this.loggedCause || cause.startsWith(SENTINEL_ROUND_FAILED)) return;
     this.loggedCause = cause;
     this.logger.warn({ msg: 'redis unreachable', role, redis: this.address, cause });
   }
