@@ -2,7 +2,16 @@ import { loadConfig, loadConfigWithWarnings } from './load-config';
 import { backendTokenWarning, handlerSummary } from './startup-summary';
 
 describe('start-up summary', () => {
-  it.each(['change-me', 'CHANGE-ME', 'changeme', 'secret', 'token', 'password'])('calls %s a placeholder', (token) => {
+  it.each([
+    'change-me',
+    'CHANGE-ME',
+    'changeme',
+    'change-me-to-a-long-random-secret',
+    'replace_me_please',
+    'secret',
+    'token',
+    'password',
+  ])('calls %s a placeholder', (token) => {
     expect(backendTokenWarning(token)).toMatch(/^BACKEND_API_TOKEN is a well-known placeholder: /);
   });
 
