@@ -58,6 +58,8 @@ const transcript = (code: string): Array<{ dir: '<' | '>'; frame: unknown }> =>
     .filter((line) => /^[<>] /.test(line))
     .map((line) => ({ dir: line[0] as '<' | '>', frame: JSON.parse(line.slice(2)) }));
 
+const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+
 /** Run a documented shell block with bash, its 127.0.0.1:8081 the demo's internal listener and its CID set. */
 async function runShell(code: string, apiUrl: string, cid: string): Promise<string[]> {
   const script = code
@@ -148,6 +150,26 @@ describe('README', () => {
       expect(await client.next(5000)).toEqual(JSON.parse(promised![1]));
       // ...and its last commands end the connection (close 4403).
       expect(await client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
+    });
+
+    it("runs docs/backend.md's batch example and answers what its comment shows", async () => {
+      const { client, cid } = await openAsInTour();
+      expect((await client.next(5000))[0]).toBe('hello');
+      const block = blockWith(codeBlocks(section(BACKEND_DOC, '## Batch (`POST /v1/batch`)')), '/v1/batch');
+      const command = block.replace(/^#.*\n?/gm, '');
+      const shown = block
+        .split('\n')
+        .filter((line) => line.startsWith('# '))
+        .map((line) => line.slice(2))
+        .join('');
+      // A message cut with "…" in the comment matches any message that starts the same way.
+      const expected = JSON.parse(shown, (_key, value: unknown) =>
+        typeof value === 'string' && value.endsWith('…')
+          ? expect.stringMatching(`^${escapeRegExp(value.slice(0, -1))}`)
+          : value,
+      );
+      const [answer] = await runShell(`API=http://127.0.0.1:8081\nCID=\n${command}`, demo.apiUrl, cid);
+      expect(JSON.parse(answer)).toEqual(expected);
     });
   });
 
