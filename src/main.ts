@@ -2,6 +2,7 @@ import 'reflect-metadata';
 import { readFileSync } from 'node:fs';
 import { ConfigError, loadConfigWithWarnings } from './config/load-config';
 import { JsonLogger } from './logging/json-logger';
+import { handlerSummary } from './config/startup-summary';
 import { startGateway } from './start-gateway';
 
 /** loadConfig(process.env) → startGateway(config) → signal handling. Nothing else. */
@@ -33,6 +34,7 @@ async function main(): Promise<void> {
       node_id: config.nodeId,
       public_port: gateway.publicAddress.port,
       internal_port: gateway.internalAddress.port,
+      handlers: handlerSummary(config),
     },
     'Main',
   );

@@ -3,6 +3,7 @@ import { MAX_FRAME_DEPTH, isNestedDeeperThan } from '../protocol/json-depth';
 import { isValidUserId } from '../protocol/identifiers';
 import { Identity } from '../protocol/identity';
 import { UpstreamResponse, errorBodyJson, isJsonContentType, tryParseJson } from '../upstream/upstream-response';
+import { contentTypeProblem, userIdProblem } from './auth-failure-reason';
 
 export { Identity };
 
@@ -37,11 +38,11 @@ export function authOutcome(response: UpstreamResponse): AuthOutcome {
     const data = PASSED_STATUSES.has(status) ? errorBodyJson(response) : 'null';
     return fail(PASSED_STATUSES.has(status) ? status : 500, data, `status ${status}`);
   }
-  if (!isJsonContentType(contentType)) return fail(500, 'null', 'content-type is not application/json');
+  if (!isJsonContentType(contentType)) return fail(500, 'null', contentTypeProblem(contentType));
   const parsed = tryParseJson(body.toString('utf8'));
   if (!parsed.ok) return fail(500, 'null', 'body is not JSON');
   if (!isPlainObject(parsed.value)) return fail(500, 'null', 'body is not a JSON object');
-  if (!isValidUserId(parsed.value.user_id)) return fail(500, 'null', 'user_id missing or invalid');
+  if (!isValidUserId(parsed.value.user_id)) return fail(500, 'null', userIdProblem(parsed.value.user_id));
   // SPEC §3: checked before anything recurses into it (JSON.stringify would throw a RangeError).
   if (isNestedDeeperThan(parsed.value, MAX_FRAME_DEPTH))
     return fail(500, 'null', `response nested deeper than ${MAX_FRAME_DEPTH} levels`);

@@ -55,14 +55,19 @@ async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Prom
     }
     await warnUnlessNoEviction(link, logger);
   } else {
-    logger.warn({ msg: 'redis not reachable at start: running with Redis down, retrying' });
+    logger.warn({
+      msg: 'redis not reachable at start: running with Redis down, retrying',
+      redis: link.address,
+      cause: link.lastCause,
+    });
   }
   liveness.start();
   logger.log({
     msg: 'cluster mode',
     node_id: config.nodeId,
     prefix: config.redisPrefix,
-    redis: link.isUp ? 'up' : 'down',
+    redis: link.address,
+    redis_status: link.isUp ? 'up' : 'down',
   });
   return new ClusterContext(link, names, config.nodeId, liveness);
 }

@@ -5,6 +5,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { PrimaryWatch } from './primary-watch';
 import { createRedisClient, redisTargetOf } from './redis-client';
+import { redisErrorCause, redisUrlForLog } from '../config/redis-address';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -13,6 +14,8 @@ export type LinkMessageListener = (channel: string, message: Buffer) => void;
 /** CLUSTER.md: resubscribe after a reconnect in batches of this many channels. */
 const RESUBSCRIBE_BATCH = 512;
 const MAX_RETRY_DELAY_MS = 1000;
+/** ioredis' error for a round over the sentinels that gave no primary. */
+const SENTINEL_ROUND_FAILED = 'All sentinels are unreachable';
 /** REDIS_WAIT_REPLICAS=0: nothing to wait for (one shared promise, nothing allocated per write). */
 const CONFIRMED = Promise.resolve();
 
@@ -58,6 +61,11 @@ export class RedisLink {
   private replacedAtMs: number | null = null;
   /** The instance a rollback was last reported for: counted once per instance. */
   private rollbackSeenOn = '';
+  /** REDIS_URL as log lines show it: credentials redacted, host shown. */
+  readonly address: string;
+  /** The last connection error's cause, and the one last logged (said once per outage and cause). */
+  private lastCauseNow: string | null = null;
+  private loggedCause: string | null = null;
 
   constructor(
     url: string,
@@ -75,6 +83,7 @@ export class RedisLink {
       connectionName: `gateway:${nodeId}`,
     };
     const target = redisTargetOf(url);
+    this.address = redisUrlForLog(url, target);
     this.command = createRedisClient(target, options);
     this.subscriber = createRedisClient(target, options);
     this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);
@@ -86,7 +95,7 @@ export class RedisLink {
       client.on('close', () => this.onDown(role));
       client.on('reconnecting', () => metrics.redisReconnects.inc());
       // ioredis reports every failed attempt here; the down transition is logged once in onDown.
-      client.on('error', (err: Error) => this.logger.debug({ msg: 'redis error', role, error: err.message }));
+      client.on('error', (err: Error) => this.onError(role, err));
     }
     this.subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
       this.lastHeardAt = Date.now();
@@ -348,7 +357,8 @@ export class RedisLink {
     this.isUpNow = true;
     this.hasBeenUp = true;
     this.metrics.redisUp.set(1);
-    this.logger.log({ msg: 'redis up', channels: this.channels.size });
+    this.loggedCause = null;
+    this.logger.log({ msg: 'redis up', redis: this.address, channels: this.channels.size });
     await this.announce();
   }
 
@@ -379,7 +389,33 @@ export class RedisLink {
     this.isUpNow = false;
     this.downAt = Date.now();
     this.metrics.redisUp.set(0);
-    if (!this.isClosing) this.logger.warn({ msg: 'redis down', role });
+    if (!this.isClosing)
+      this.logger.warn({
+        msg: 'redis down',
+        role,
+        redis: this.address,
+        cause: this.lastCauseNow ?? 'connection closed',
+      });
+  }
+
+  /** The last connection error's cause (null: none yet), e.g. for the start-up line. */
+  get lastCause(): string | null {
+    return this.lastCauseNow;
+  }
+
+  /**
+   * ioredis reports every failed attempt here. While the link is down, a
+   * cause not yet logged in this outage is logged once (a wrong host or
+   * password must not go unsaid); the rest is debug.
+   */
+  private onError(role: string, err: Error): void {
+    const cause = redisErrorCause(err);
+    this.lastCauseNow = cause;
+    this.logger.debug({ msg: 'redis error', role, error: cause });
+    // A failed round over the sentinels is said by PrimaryWatch, with the plain reason (SPEC §13.2).
+    if (this.isUpNow || this.isClosing || cause === this.loggedCause || cause.startsWith(SENTINEL_ROUND_FAILED)) return;
+    this.loggedCause = cause;
+    this.logger.warn({ msg: 'redis unreachable', role, redis: this.address, cause });
   }
 }
 

@@ -62,9 +62,9 @@ describe('the loader and an exposed backend API (issue 20)', () => {
     const { config, warnings } = loadConfigWithWarnings({
       ...BASE,
       BACKEND_API_HOST: '0.0.0.0',
-      BACKEND_API_TOKEN: 'secret',
+      BACKEND_API_TOKEN: 'b71f0c9e4a2d8635e1c7',
     });
-    expect(config.backendApiToken).toBe('secret');
+    expect(config.backendApiToken).toBe('b71f0c9e4a2d8635e1c7');
     expect(warnings).toEqual([]);
   });
 

@@ -4,6 +4,7 @@ import { getMetadataStorage, validateSync, ValidatorOptions } from 'class-valida
 import { parse as parseYaml } from 'yaml';
 import { isMethodName } from '../protocol/identifiers';
 import { tracingSettings } from '../tracing/tracing-settings';
+import { backendTokenWarning } from './startup-summary';
 import { backendApiExposure } from './backend-api-exposure';
 import { EnvDto } from './env.dto';
 import { DestinationDto, FileDto, HandlerDto } from './file.dto';
@@ -92,6 +93,8 @@ export function loadConfigWithWarnings(env: Record<string, string | undefined>, 
     });
     if (exposure.problem !== null) problems.push(exposure.problem);
     if (exposure.warning !== null) warnings.push(exposure.warning);
+    const weakToken = backendTokenWarning(envDto.BACKEND_API_TOKEN);
+    if (weakToken !== null) warnings.push(weakToken);
   }
   const file = fileText === undefined ? undefined : readFile(fileText, problems);
   const tracing = tracingSettings(raw, problems);

@@ -14,6 +14,7 @@ import { HelloSequenceService } from './hello-sequence.service';
 import { HelloService } from './hello.service';
 import { LatticeGateway } from './lattice.gateway';
 import { PublicListener } from './public-listener';
+import { HandshakeRefusals } from './handshake-refusals';
 
 /** The public edge: handshake, WebSocket lifecycle, client frames. */
 @Module({
@@ -29,6 +30,7 @@ import { PublicListener } from './public-listener';
   ],
   providers: [
     PublicListener,
+    HandshakeRefusals,
     LatticeGateway,
     ClientFramesService,
     HelloService,

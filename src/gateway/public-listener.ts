@@ -1,4 +1,4 @@
-import { Injectable, Logger } from '@nestjs/common';
+import { Injectable } from '@nestjs/common';
 import * as http from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { ServerOptions, WebSocketServer } from 'ws';
@@ -17,6 +17,7 @@ import { ResumeRequest } from './resume-offer';
 import { ResumeRate } from '../resume/resume-rate';
 import { isResumeOffered } from '../resume/resume-settings';
 import { connectionIdOfToken } from '../resume/session-token';
+import { HandshakeRefusals } from './handshake-refusals';
 
 /** Express (or any) request handler that serves the health routes. */
 export type HealthRequestHandler = (req: http.IncomingMessage, res: http.ServerResponse) => void;
@@ -34,7 +35,6 @@ export const CLOSE_HANDSHAKE_TIMEOUT_MS = 5000;
 export class PublicListener {
   readonly server: http.Server;
   readonly wss: WebSocketServer;
-  private readonly logger = new Logger(PublicListener.name);
   private readonly handlersByPath: ReadonlyMap<string, Handler>;
   private healthHandler: HealthRequestHandler | null = null;
   private isAccepting = true;
@@ -44,6 +44,7 @@ export class PublicListener {
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
     private readonly resumeRate: ResumeRate,
+    private readonly refusals: HandshakeRefusals,
   ) {
     this.handlersByPath = new Map(config.handlers.map((h) => [h.path, h]));
     this.isResumeOffered = isResumeOffered(config);
@@ -176,8 +177,7 @@ export class PublicListener {
   }
 
   private refuse(req: http.IncomingMessage, socket: Socket, status: number, text: string, headers = ''): void {
-    if (Logger.isLevelEnabled('debug'))
-      this.logger.debug({ msg: 'handshake refused', status, path: req.url?.split('?')[0] });
+    this.refusals.record(req, status);
     rejectSocket(socket, status, text, headers);
   }
 }

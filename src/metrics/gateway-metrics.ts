@@ -77,6 +77,12 @@ export class GatewayMetrics {
     help: 'Lattice namespaces held on this node',
     registers: [this.registry],
   });
+  readonly handshakesRefused = new Counter({
+    name: 'gateway_handshakes_refused_total',
+    help: 'WebSocket handshakes refused before the upgrade, by reason: path (404), subprotocol (400), origin (403), limit (503), resume_rate (429)',
+    labelNames: ['reason'] as const,
+    registers: [this.registry],
+  });
   readonly slowConsumerCloses = new Counter({
     name: 'gateway_slow_consumer_closes_total',
     help: 'Connections closed as slow consumers',

@@ -1,5 +1,5 @@
-import { execFile, spawnSync } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFile, execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, mkdtempSync, readFileSync, readdirSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { promisify } from 'node:util';
@@ -38,6 +38,19 @@ const status: PresenceStatus | undefined = client.users().status('bob');
 const failure: CallError | null = null;
 export { status, failure };
 `;
+
+/** The ```ts blocks of `file`, within the section under `heading` when given (up to the next heading of its level). */
+function tsBlocks(file: string, heading?: string): string[] {
+  let text = readFileSync(path.join(PROJECT_ROOT, file), 'utf8');
+  if (heading !== undefined) {
+    const start = text.indexOf(`\n${heading}\n`);
+    if (start < 0) throw new Error(`${file} has no heading "${heading}"`);
+    const rest = text.slice(start + heading.length + 2);
+    const end = rest.search(new RegExp(`^${heading.split(' ')[0]} `, 'm'));
+    text = end < 0 ? rest : rest.slice(0, end);
+  }
+  return [...text.matchAll(/^```ts\n([\s\S]*?)^```$/gm)].map((m) => m[1]);
+}
 
 /** The published shape of client/: ESM and CommonJS bundles with no runtime dependency, and .d.ts files. */
 describe('client package build', () => {
@@ -91,6 +104,45 @@ describe('client package build', () => {
       );
       const tsc = require.resolve('typescript/bin/tsc', { paths: [PROJECT_ROOT] });
       const result = spawnSync(process.execPath, [tsc, '-p', dir], { encoding: 'utf8', timeout: 60_000 });
+      expect([result.status, result.stdout]).toEqual([0, '']);
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  }, 60_000);
+
+  /**
+   * The install path of docs/sdk.md and the README, as a user follows it: `npm pack` in client/ (its
+   * prepack script is the build above, so scripts are skipped here), a new project (`npm init -y`,
+   * `tsc --init`, nothing else), `npm install <tarball>`; then the TypeScript snippets of both documents,
+   * read from their code blocks, compile with that default tsconfig: ESM ones as `.mts` files, CommonJS
+   * ones (`import x = require(...)`) as the project's own `.ts` files (npm init's package is CommonJS).
+   */
+  it('installs with npm pack into a new project, whose default tsconfig compiles the documented snippets', () => {
+    const dir = mkdtempSync(path.join(tmpdir(), 'client-install-'));
+    const npm = { encoding: 'utf8' as const, timeout: 60_000, stdio: 'pipe' as const };
+    try {
+      const packed = path.join(dir, 'packed');
+      const app = path.join(dir, 'app');
+      mkdirSync(packed);
+      mkdirSync(app);
+      execFileSync('npm', ['pack', '--ignore-scripts', '--pack-destination', packed], { ...npm, cwd: CLIENT_DIR });
+      const [tarball] = readdirSync(packed).map((name) => path.join(packed, name));
+      execFileSync('npm', ['init', '-y'], { ...npm, cwd: app });
+      execFileSync('npm', ['install', '--offline', '--no-audit', '--no-fund', tarball], { ...npm, cwd: app });
+      const tsc = require.resolve('typescript/bin/tsc', { paths: [PROJECT_ROOT] });
+      execFileSync(process.execPath, [tsc, '--init'], { ...npm, cwd: app });
+
+      const snippets = [...tsBlocks('README.md', '## The client SDK'), ...tsBlocks('docs/sdk.md')];
+      const isCommonJs = (code: string): boolean => /^import \w+ = require\(/m.test(code);
+      expect([snippets.length >= 3, snippets.some(isCommonJs), snippets.some((code) => !isCommonJs(code))]).toEqual([
+        true,
+        true,
+        true,
+      ]);
+      snippets.forEach((code, i) =>
+        writeFileSync(path.join(app, `snippet${i}.${isCommonJs(code) ? 'ts' : 'mts'}`), code),
+      );
+      const result = spawnSync(process.execPath, [tsc, '--noEmit', '-p', app], { encoding: 'utf8', timeout: 60_000 });
       expect([result.status, result.stdout]).toEqual([0, '']);
     } finally {
       rmSync(dir, { recursive: true, force: true });

@@ -64,7 +64,12 @@ describe('start-up safety (issue 20)', () => {
 
   it('starts on a non-loopback address with BACKEND_API_TOKEN and asks for it on /v1', async () => {
     const g = (gateway = await ChildGateway.start(
-      { UPSTREAM_URL: upstream.url, BACKEND_API_HOST: '0.0.0.0', BACKEND_API_TOKEN: 's3cret', LOG_LEVEL: 'info' },
+      {
+        UPSTREAM_URL: upstream.url,
+        BACKEND_API_HOST: '0.0.0.0',
+        BACKEND_API_TOKEN: 'b71f0c9e4a2d8635e1c7',
+        LOG_LEVEL: 'info',
+      },
       START_MS,
     ));
     expect(
