@@ -43,8 +43,8 @@ export type LivedAuthOutcome =
 /** SPEC §3 and §14: the answer's identity and lifetime, or why it is invalid (S=500 for a bad header). Never throws. */
 export function livedAuthOutcome(response: UpstreamResponse, settings: AuthLifetimeSettings): LivedAuthOutcome {
   const outcome = authOutcome(response);
-  if (!outcome.ok || response.kind !== 'response') return outcome;
-  const ttl = parseAuthTtl(response.headers?.[AUTH_TTL_HEADER]);
+  if (!outcome.ok) return outcome;
+  const ttl = parseAuthTtl(response.kind === 'response' ? response.headers?.[AUTH_TTL_HEADER] : undefined);
   if (!ttl.ok) return { ok: false, status: 500, dataJson: 'null', reason: ttl.reason };
   return { ...outcome, lifetimeMs: lifetimeMsOf(ttl.seconds, settings) };
 }

@@ -10,6 +10,7 @@ import { SessionsService } from '../sessions/sessions.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 import { HelloSequenceService } from './hello-sequence.service';
 import { SessionResumeService } from './session-resume.service';
+import { AuthLifetimeService } from './auth-lifetime.service';
 
 /**
  * The life of a connection up to `hello` (SPEC §2–3): authorize, then refuse
@@ -26,6 +27,7 @@ export class HelloService {
     private readonly sessions: SessionsService,
     private readonly helloSequence: HelloSequenceService,
     private readonly resumer: SessionResumeService,
+    private readonly lifetimes: AuthLifetimeService,
     metrics: GatewayMetrics,
   ) {
     this.fatalSent = metrics.framesSent.labels('fatal_error');
@@ -71,6 +73,7 @@ export class HelloService {
       if (connection.state !== 'pending') return; // left meanwhile: its removal already undid the count
     }
     connection.state = 'ready';
+    this.lifetimes.started(connection, outcome.lifetimeMs);
     if (Logger.isLevelEnabled('log'))
       this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.helloSequence.send(connection, helloMetaJson);

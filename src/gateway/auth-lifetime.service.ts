@@ -1,0 +1,151 @@
+import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { RefreshOutcome, refreshDelayMs, retryDelayMs } from '../auth/auth-lifetime';
+import { AuthService } from '../auth/auth.service';
+import { GatewayConfig } from '../config/gateway-config';
+import { Connection } from '../connections/connection';
+import { ConnectionRegistry } from '../connections/connection-registry';
+import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { REASON_EXPIRED, backendErrorCloseCode } from '../protocol/close-codes';
+import { encodeFatalError, encodeHello } from '../protocol/frames';
+import { Identity } from '../protocol/identity';
+import { DeadlineQueue } from '../scheduling/deadline-queue';
+
+/** One connection's authorization lifetime (SPEC §14). */
+interface Lifetime {
+  /** Epoch ms at which the authorization ends. */
+  endsAt: number;
+  /** Epoch ms of the queued refresh (or retry); entries of the queue at another time are stale. */
+  dueAt: number;
+  /** Failed refreshes since the last answer that restarted the lifetime. */
+  failures: number;
+  isRefreshing: boolean;
+}
+
+/** How often a connection busy with a resume's replay is looked at again. */
+const BUSY_RETRY_MS = 100;
+/** The hello meta of a refreshed identity (SPEC §14). */
+const REFRESHED_META = '{"refreshed":true}';
+
+/**
+ * SPEC §14: authorizations that expire. Each connection with a lifetime has
+ * one entry in a deadline queue (one timer for all, no timer per connection):
+ * its refresh at 90% ±5% of the lifetime, or its next retry. A refresh that
+ * comes back ok restarts the lifetime; a changed identity replaces the
+ * connection's; a refusal ends the session (4000+S, `expired`); failures are
+ * retried until the lifetime's end plus AUTHORIZATION_GRACE, then 4500.
+ * Connections without a lifetime cost nothing here.
+ */
+@Injectable()
+export class AuthLifetimeService implements OnModuleDestroy {
+  private readonly logger = new Logger(AuthLifetimeService.name);
+  private readonly lifetimes = new Map<Connection, Lifetime>();
+  private readonly deadlines = new DeadlineQueue<Connection>();
+  private timer: NodeJS.Timeout | null = null;
+  private timerAt: number | null = null;
+  private readonly graceMs: number;
+  private readonly results;
+  private readonly fatalSent;
+
+  constructor(
+    config: GatewayConfig,
+    private readonly registry: ConnectionRegistry,
+    private readonly auth: AuthService,
+    metrics: GatewayMetrics,
+  ) {
+    this.graceMs = config.authLifetime.graceMs;
+    this.results = {
+      ok: metrics.authRefreshes.labels('ok'),
+      changed: metrics.authRefreshes.labels('changed'),
+      refused: metrics.authRefreshes.labels('refused'),
+      failed: metrics.authRefreshes.labels('failed'),
+    };
+    this.fatalSent = metrics.framesSent.labels('fatal_error');
+    registry.onRemove((connection) => this.lifetimes.delete(connection));
+  }
+
+  /** An authorization of `connection` starts its lifetime now (0: unlimited, nothing to do). */
+  started(connection: Connection, lifetimeMs: number): void {
+    if (lifetimeMs === 0) return void this.lifetimes.delete(connection);
+    const now = Date.now();
+    const lifetime: Lifetime = { endsAt: now + lifetimeMs, dueAt: 0, failures: 0, isRefreshing: false };
+    this.lifetimes.set(connection, lifetime);
+    this.schedule(connection, lifetime, now + refreshDelayMs(lifetimeMs, Math.random()));
+  }
+
+  onModuleDestroy(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    this.timer = null;
+  }
+
+  private schedule(connection: Connection, lifetime: Lifetime, atMs: number): void {
+    lifetime.dueAt = atMs;
+    this.deadlines.push(atMs, connection);
+    if (this.timerAt === null || atMs < this.timerAt) this.arm();
+  }
+
+  private arm(): void {
+    if (this.timer !== null) clearTimeout(this.timer);
+    const at = this.deadlines.peekAt();
+    this.timerAt = at;
+    this.timer = at === null ? null : setTimeout(() => this.onTimer(), Math.max(0, at - Date.now()));
+    this.timer?.unref();
+  }
+
+  private onTimer(): void {
+    this.timer = null;
+    this.timerAt = null;
+    for (const entry of this.deadlines.popDue(Date.now())) this.onDue(entry.key, entry.atMs);
+    if (this.timerAt === null) this.arm();
+  }
+
+  private onDue(connection: Connection, atMs: number): void {
+    const lifetime = this.lifetimes.get(connection);
+    // Stale: the connection is gone, its lifetime restarted, or its retry moved.
+    if (lifetime === undefined || lifetime.dueAt !== atMs || lifetime.isRefreshing) return;
+    // SPEC §14: a detached session is not refreshed (nobody uses it); its resume looks at the lifetime.
+    if (connection.state === 'detached') return;
+    if (connection.state !== 'ready') return this.schedule(connection, lifetime, Date.now() + BUSY_RETRY_MS);
+    if (lifetime.failures > 0 && Date.now() >= lifetime.endsAt + this.graceMs) {
+      return this.expire(connection, 500, 'null');
+    }
+    lifetime.isRefreshing = true;
+    void this.auth.refresh(connection).then((outcome) => this.apply(connection, lifetime, outcome));
+  }
+
+  private apply(connection: Connection, lifetime: Lifetime, outcome: RefreshOutcome): void {
+    lifetime.isRefreshing = false;
+    // Gone meanwhile (closed, revoked, or its lifetime replaced): the answer is ignored.
+    if (this.lifetimes.get(connection) !== lifetime || connection.state === 'closed') return;
+    this.results[outcome.kind].inc();
+    switch (outcome.kind) {
+      case 'changed':
+        connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
+        // SPEC §14: resumable clients learn the new identity; legacy ones get no extra frame.
+        if (connection.isResumable) connection.send(encodeHello(outcome.identityJson, REFRESHED_META));
+        return this.started(connection, outcome.lifetimeMs);
+      case 'ok':
+        return this.started(connection, outcome.lifetimeMs);
+      case 'refused':
+        return this.expire(connection, outcome.status, outcome.dataJson);
+      case 'failed': {
+        lifetime.failures++;
+        const retryAt = Date.now() + retryDelayMs(lifetime.failures);
+        return this.schedule(connection, lifetime, Math.min(retryAt, lifetime.endsAt + this.graceMs));
+      }
+      default: {
+        const unknown: never = outcome;
+        return unknown;
+      }
+    }
+  }
+
+  /** SPEC §14: fatal_error with S and D, close 4000+S `expired`; the session ends and cannot be resumed. */
+  private expire(connection: Connection, status: number, dataJson: string): void {
+    this.lifetimes.delete(connection);
+    if (Logger.isLevelEnabled('log'))
+      this.logger.log({ msg: 'authorization expired', connection_id: connection.id, status });
+    connection.close(backendErrorCloseCode(status), REASON_EXPIRED, encodeFatalError('http_error', dataJson, status));
+    this.fatalSent.inc();
+    this.registry.remove(connection);
+  }
+}
