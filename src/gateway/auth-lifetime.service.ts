@@ -72,6 +72,62 @@ export class AuthLifetimeService implements OnModuleDestroy {
     this.schedule(connection, lifetime, now + refreshDelayMs(lifetimeMs, Math.random()));
   }
 
+  /** SPEC §14: whether `connection`'s lifetime has ended with no refresh under way (a resume refreshes first). */
+  hasEnded(connection: Connection): boolean {
+    const lifetime = this.lifetimes.get(connection);
+    return lifetime !== undefined && !lifetime.isRefreshing && lifetime.endsAt <= Date.now();
+  }
+
+  /**
+   * SPEC §14: a session whose lifetime ended while detached is refreshed
+   * before its resumed hello (no cookie: the refresh is about the user).
+   * Resolves true when it may be resumed: refreshed (the lifetime starts
+   * again), or failing but within the grace (retried as for a live
+   * connection). False when it ended: refused, past the grace, or removed
+   * meanwhile; the resume is then a normal connect.
+   */
+  async refreshBeforeResume(connection: Connection): Promise<boolean> {
+    const lifetime = this.lifetimes.get(connection)!;
+    lifetime.isRefreshing = true;
+    const outcome = await this.auth.refresh(connection);
+    lifetime.isRefreshing = false;
+    if (this.lifetimes.get(connection) !== lifetime || !this.registry.holds(connection)) return false;
+    this.results[outcome.kind].inc();
+    switch (outcome.kind) {
+      case 'changed':
+        // The resumed hello carries the new identity: no separate frame.
+        connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
+        this.started(connection, outcome.lifetimeMs);
+        return true;
+      case 'ok':
+        this.started(connection, outcome.lifetimeMs);
+        return true;
+      case 'refused':
+        this.endDetached(connection, outcome.status);
+        return false;
+      case 'failed':
+        lifetime.failures++;
+        if (Date.now() < lifetime.endsAt + this.graceMs) return true;
+        this.endDetached(connection, 500);
+        return false;
+      default: {
+        const unknown: never = outcome;
+        return unknown;
+      }
+    }
+  }
+
+  /**
+   * SPEC §14: a session took a new socket. A resume never extends its
+   * lifetime; a refresh (or retry) that fell due while it was detached goes now.
+   */
+  resumed(connection: Connection): void {
+    const lifetime = this.lifetimes.get(connection);
+    if (lifetime === undefined || lifetime.isRefreshing) return;
+    const now = Date.now();
+    this.schedule(connection, lifetime, Math.max(now, lifetime.dueAt));
+  }
+
   onModuleDestroy(): void {
     if (this.timer !== null) clearTimeout(this.timer);
     this.timer = null;
@@ -137,6 +193,14 @@ export class AuthLifetimeService implements OnModuleDestroy {
         return unknown;
       }
     }
+  }
+
+  /** A detached session's refresh was refused: it ends (no socket to tell), and its token with it. */
+  private endDetached(connection: Connection, status: number): void {
+    this.lifetimes.delete(connection);
+    if (Logger.isLevelEnabled('log'))
+      this.logger.log({ msg: 'authorization expired', connection_id: connection.id, status });
+    this.registry.remove(connection);
   }
 
   /** SPEC §14: fatal_error with S and D, close 4000+S `expired`; the session ends and cannot be resumed. */

@@ -15,6 +15,7 @@ import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
 import { ResumeOffer, ResumeRequest } from './resume-offer';
+import { AuthLifetimeService } from './auth-lifetime.service';
 
 /**
  * The WebSocket edge of SPEC §12: the hello meta of a resumable session, a
@@ -34,6 +35,7 @@ export class SessionResumeService {
     private readonly lattices: LatticeService,
     private readonly presence: PresenceService,
     private readonly activity: SessionsService,
+    private readonly lifetimes: AuthLifetimeService,
   ) {
     const records = sessions.records;
     if (records !== null) {
@@ -119,10 +121,29 @@ export class SessionResumeService {
     const found = this.sessions.lookUp(request.offer.token, handler.name);
     if (!found.ok) return null;
     const connection = found.connection;
+    // SPEC §14: a lifetime that ended meanwhile is refreshed before the resumed hello.
+    if (this.lifetimes.hasEnded(connection)) return this.refreshThenResume(connection, socket, request.offer);
+    return this.resumeHere(connection, socket, request.offer);
+  }
+
+  private resumeHere(connection: Connection, socket: GatewaySocket, offer: ResumeOffer): Connection {
     this.reattach(connection, socket);
     connection.holdForReplay();
-    void this.greetResumed(connection, request.offer, null);
+    this.lifetimes.resumed(connection);
+    void this.greetResumed(connection, offer, null);
     return connection;
+  }
+
+  /** SPEC §14: refreshed first; a refused refresh ended the session, and the handshake is a normal connect. */
+  private async refreshThenResume(
+    connection: Connection,
+    socket: GatewaySocket,
+    offer: ResumeOffer,
+  ): Promise<Connection | null> {
+    if (!(await this.lifetimes.refreshBeforeResume(connection))) return null;
+    // Resumed on another socket meanwhile (its token was still valid) or ended: this handshake is a normal connect.
+    if (!this.registry.holds(connection) || connection.state === 'pending') return null;
+    return this.resumeHere(connection, socket, offer);
   }
 
   /** The hello meta of a new connection: `{}` for a legacy one, the resume object otherwise (SPEC §12.1). */
@@ -168,6 +189,7 @@ export class SessionResumeService {
       local.generation = record.generation;
       this.reattach(local, socket);
       local.holdForReplay();
+      this.lifetimes.resumed(local);
       this.sessions.adoptToken(local, token);
       void this.greetResumed(local, offer, token);
       return local;

@@ -1,7 +1,7 @@
 import { RecordedRequest, Reply } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
-import { optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
+import { dropConnection, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
 
 const AUTH_PATH = '/gateway/authorize_connection';
@@ -189,6 +189,71 @@ describe('authorization lifetime and refresh (SPEC §14)', () => {
       // UPSTREAM_TIMEOUT 400 ms, then the first retry within 500 ms.
       expect(Date.now() - firstAt).toBeLessThan(1200);
       await expectExpired(client, 500, null, 4000);
+    });
+  });
+
+  describe('resumed sessions', () => {
+    it('a detached session is not refreshed; resumed after its lifetime, it is refreshed before the resumed hello', async () => {
+      const { client, hello } = await t.hello({ query: 'user=sleeper&ttl=1', protocols: optInProtocols() });
+      const cid = await t.connectionIdOf('user=sleeper&ttl=1');
+      await dropConnection(client);
+      // Barrier: a connection authorized after the drop with a 2 s lifetime is refreshed after 1.7 s at the
+      // earliest, so by then the detached session's refresh time and lifetime have both passed.
+      await t.hello({ query: 'user=sleeper-barrier&ttl=2' });
+      await t.upstream.nextRequest(refreshOf('sleeper-barrier'), 3000);
+      expect(t.upstream.requests.filter(refreshOf('sleeper'))).toEqual([]);
+      // The refresh answers 300 ms late: the resumed hello waits for it.
+      refreshReplies.set('sleeper', () => ({
+        json: { user_id: 'sleeper' },
+        headers: { 'Gateway-Auth-TTL': '1' },
+        delayMs: 300,
+      }));
+      const resuming = await t.connect({ query: 'user=sleeper', protocols: resumeProtocols(resumeOf(hello).token) });
+      const refresh = await t.upstream.nextRequest(refreshOf('sleeper'), 2000);
+      const refreshedAt = Date.now();
+      expect(refresh.body).toEqual([{ connection_id: cid }, [], {}]);
+      const resumed = await resuming.next();
+      expect(Date.now() - refreshedAt).toBeGreaterThanOrEqual(250);
+      expect(resumed).toEqual(['hello', expect.objectContaining({ resumed: true }), { user_id: 'sleeper' }]);
+      // The refresh went before the hello, and the resume sent no authorization request.
+      expect(t.upstream.requests.filter((r) => r.path === AUTH_PATH && r.rawBody.includes('user=sleeper"'))).toEqual(
+        [],
+      );
+    });
+
+    it('a refused refresh at resume makes it a normal connect (new authorization with its cookie, new id)', async () => {
+      refreshReplies.set('sleeper-refused', () => ({ status: 403, json: {} }));
+      const { client, hello } = await t.hello({ query: 'user=sleeper-refused&ttl=1', protocols: optInProtocols() });
+      const cid = await t.connectionIdOf('user=sleeper-refused&ttl=1');
+      await dropConnection(client);
+      await t.hello({ query: 'user=refused-barrier&ttl=2' });
+      await t.upstream.nextRequest(refreshOf('refused-barrier'), 3000);
+      const token = resumeOf(hello).token;
+      const again = await t.hello({
+        query: 'user=sleeper-refused&again=1',
+        protocols: resumeProtocols(token),
+        headers: { Cookie: 'sid=new' },
+      });
+      expect(again.hello[1]).toMatchObject({ resumed: false });
+      const auth = await t.upstream.nextRequest(
+        (r) => r.path === AUTH_PATH && r.rawBody.includes('user=sleeper-refused&again=1'),
+      );
+      const [meta, , kwargs] = auth.body as [{ connection_id: string }, unknown, { http_cookie: string }];
+      expect(kwargs.http_cookie).toBe('sid=new');
+      expect(meta.connection_id).not.toBe(cid);
+      // The session ended: its token resumes nothing any more.
+      const late = await t.hello({ query: 'user=sleeper-refused&late=1', protocols: resumeProtocols(token) });
+      expect(late.hello[1]).toMatchObject({ resumed: false });
+    });
+
+    it('a resume never extends a lifetime: the refresh stays at its time', async () => {
+      const startedAt = Date.now();
+      const { client, hello } = await t.hello({ query: 'user=hopper&ttl=1', protocols: optInProtocols() });
+      await dropConnection(client);
+      const resumed = await t.hello({ query: 'user=hopper', protocols: resumeProtocols(resumeOf(hello).token) });
+      expect(resumed.hello[1]).toMatchObject({ resumed: true });
+      await t.upstream.nextRequest(refreshOf('hopper'), 2000);
+      expect(Date.now() - startedAt).toBeLessThan(1200);
     });
   });
 });
