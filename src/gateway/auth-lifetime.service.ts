@@ -8,12 +8,11 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { REASON_EXPIRED, backendErrorCloseCode } from '../protocol/close-codes';
 import { encodeFatalError, encodeHello } from '../protocol/frames';
 import { Identity } from '../protocol/identity';
+import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 import { DeadlineQueue } from '../scheduling/deadline-queue';
 
-/** One connection's authorization lifetime (SPEC §14). */
+/** One connection's authorization lifetime (SPEC §14); its end is `Connection.authEndsAt` (kept in its session record). */
 interface Lifetime {
-  /** Epoch ms at which the authorization ends. */
-  endsAt: number;
   /** Epoch ms of the queued refresh (or retry); entries of the queue at another time are stale. */
   dueAt: number;
   /** Failed refreshes since the last answer that restarted the lifetime. */
@@ -50,6 +49,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
     config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
     private readonly auth: AuthService,
+    private readonly resumables: ResumableSessionsService,
     metrics: GatewayMetrics,
   ) {
     this.graceMs = config.authLifetime.graceMs;
@@ -63,19 +63,41 @@ export class AuthLifetimeService implements OnModuleDestroy {
     registry.onRemove((connection) => this.lifetimes.delete(connection));
   }
 
-  /** An authorization of `connection` starts its lifetime now (0: unlimited, nothing to do). */
+  /**
+   * An authorization of `connection` starts its lifetime now (0: unlimited,
+   * nothing to do). Called before its session record is first written, which
+   * then carries the lifetime's end.
+   */
   started(connection: Connection, lifetimeMs: number): void {
-    if (lifetimeMs === 0) return void this.lifetimes.delete(connection);
+    if (lifetimeMs === 0) {
+      connection.authEndsAt = 0;
+      return void this.lifetimes.delete(connection);
+    }
     const now = Date.now();
-    const lifetime: Lifetime = { endsAt: now + lifetimeMs, dueAt: 0, failures: 0, isRefreshing: false };
+    connection.authEndsAt = now + lifetimeMs;
+    const lifetime: Lifetime = { dueAt: 0, failures: 0, isRefreshing: false };
     this.lifetimes.set(connection, lifetime);
     this.schedule(connection, lifetime, now + refreshDelayMs(lifetimeMs, Math.random()));
+  }
+
+  /**
+   * Cluster mode (SPEC §14): this node took over a session whose record says
+   * when its authorization ends. It is refreshed at 90% ±5% of what remains;
+   * one that ended already is refreshed by the resume first ({@link hasEnded}).
+   */
+  adopted(connection: Connection): void {
+    if (connection.authEndsAt === 0) return;
+    const lifetime: Lifetime = { dueAt: 0, failures: 0, isRefreshing: false };
+    this.lifetimes.set(connection, lifetime);
+    const now = Date.now();
+    const remainingMs = connection.authEndsAt - now;
+    if (remainingMs > 0) this.schedule(connection, lifetime, now + refreshDelayMs(remainingMs, Math.random()));
   }
 
   /** SPEC §14: whether `connection`'s lifetime has ended with no refresh under way (a resume refreshes first). */
   hasEnded(connection: Connection): boolean {
     const lifetime = this.lifetimes.get(connection);
-    return lifetime !== undefined && !lifetime.isRefreshing && lifetime.endsAt <= Date.now();
+    return lifetime !== undefined && !lifetime.isRefreshing && connection.authEndsAt <= Date.now();
   }
 
   /**
@@ -97,19 +119,22 @@ export class AuthLifetimeService implements OnModuleDestroy {
       case 'changed':
         // The resumed hello carries the new identity: no separate frame.
         connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
-        this.started(connection, outcome.lifetimeMs);
+        this.restart(connection, outcome.lifetimeMs);
         return true;
       case 'ok':
-        this.started(connection, outcome.lifetimeMs);
+        this.restart(connection, outcome.lifetimeMs);
         return true;
       case 'refused':
         this.endDetached(connection, outcome.status);
         return false;
       case 'failed':
         lifetime.failures++;
-        if (Date.now() < lifetime.endsAt + this.graceMs) return true;
-        this.endDetached(connection, 500);
-        return false;
+        if (Date.now() >= connection.authEndsAt + this.graceMs) {
+          this.endDetached(connection, 500);
+          return false;
+        }
+        this.schedule(connection, lifetime, Date.now() + retryDelayMs(lifetime.failures));
+        return true;
       default: {
         const unknown: never = outcome;
         return unknown;
@@ -123,9 +148,10 @@ export class AuthLifetimeService implements OnModuleDestroy {
    */
   resumed(connection: Connection): void {
     const lifetime = this.lifetimes.get(connection);
-    if (lifetime === undefined || lifetime.isRefreshing) return;
+    // Not yet due: its entry is still queued.
     const now = Date.now();
-    this.schedule(connection, lifetime, Math.max(now, lifetime.dueAt));
+    if (lifetime === undefined || lifetime.isRefreshing || lifetime.dueAt > now) return;
+    this.schedule(connection, lifetime, now);
   }
 
   onModuleDestroy(): void {
@@ -161,7 +187,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
     // SPEC §14: a detached session is not refreshed (nobody uses it); its resume looks at the lifetime.
     if (connection.state === 'detached') return;
     if (connection.state !== 'ready') return this.schedule(connection, lifetime, Date.now() + BUSY_RETRY_MS);
-    if (lifetime.failures > 0 && Date.now() >= lifetime.endsAt + this.graceMs) {
+    if (lifetime.failures > 0 && Date.now() >= connection.authEndsAt + this.graceMs) {
       return this.expire(connection, 500, 'null');
     }
     lifetime.isRefreshing = true;
@@ -178,21 +204,30 @@ export class AuthLifetimeService implements OnModuleDestroy {
         connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
         // SPEC §14: resumable clients learn the new identity; legacy ones get no extra frame.
         if (connection.isResumable) connection.send(encodeHello(outcome.identityJson, REFRESHED_META));
-        return this.started(connection, outcome.lifetimeMs);
+        return this.restart(connection, outcome.lifetimeMs);
       case 'ok':
-        return this.started(connection, outcome.lifetimeMs);
+        return this.restart(connection, outcome.lifetimeMs);
       case 'refused':
         return this.expire(connection, outcome.status, outcome.dataJson);
       case 'failed': {
         lifetime.failures++;
         const retryAt = Date.now() + retryDelayMs(lifetime.failures);
-        return this.schedule(connection, lifetime, Math.min(retryAt, lifetime.endsAt + this.graceMs));
+        return this.schedule(connection, lifetime, Math.min(retryAt, connection.authEndsAt + this.graceMs));
       }
       default: {
         const unknown: never = outcome;
         return unknown;
       }
     }
+  }
+
+  /**
+   * A refresh restarted the lifetime. Cluster mode: the session's record gets
+   * the new end and identity (written as at its start), so a takeover carries them.
+   */
+  private restart(connection: Connection, lifetimeMs: number): void {
+    this.started(connection, lifetimeMs);
+    this.resumables.started(connection)?.catch(() => undefined);
   }
 
   /** A detached session's refresh was refused: it ends (no socket to tell), and its token with it. */

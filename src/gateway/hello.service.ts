@@ -61,6 +61,8 @@ export class HelloService {
     if (connection.state !== 'pending') return;
     if (!outcome.ok) return this.refuse(connection, outcome.status, outcome.dataJson);
     connection.identity = outcome.identity;
+    // SPEC §14: before the session's record is written (cluster mode), which carries the lifetime's end.
+    this.lifetimes.started(connection, outcome.lifetimeMs);
     this.registry.bindUser(connection, outcome.identity.userId);
     // Announce the session while still pending: this connection's own status reaches it
     // in its snapshot after hello, not as a separate push (SPEC §3).
@@ -73,7 +75,6 @@ export class HelloService {
       if (connection.state !== 'pending') return; // left meanwhile: its removal already undid the count
     }
     connection.state = 'ready';
-    this.lifetimes.started(connection, outcome.lifetimeMs);
     if (Logger.isLevelEnabled('log'))
       this.logger.log({ msg: 'connection authorized', connection_id: connection.id, user_id: outcome.identity.userId });
     this.helloSequence.send(connection, helloMetaJson);

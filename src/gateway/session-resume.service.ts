@@ -186,6 +186,8 @@ export class SessionResumeService {
     if (this.sessions.isRevoked(record.connectionId)) return this.endTakenRevoked(socket, handler, record);
     const local = this.registry.get(record.connectionId);
     if (local !== undefined && local.isResumable && record.previousHolder === this.registry.nodeId) {
+      // SPEC §14: a lifetime that ended meanwhile is refreshed first; refused, the session ended here.
+      if (this.lifetimes.hasEnded(local) && !(await this.lifetimes.refreshBeforeResume(local))) return null;
       local.generation = record.generation;
       this.reattach(local, socket);
       local.holdForReplay();
@@ -229,6 +231,13 @@ export class SessionResumeService {
       this.logger.error({ msg: 'session rebuild failed', connection_id: connection.id, error: (err as Error).message });
       if (socket.connection === connection) socket.connection = null;
       this.registry.remove(connection);
+      return null;
+    }
+    // SPEC §14: the record's lifetime goes on here; one that ended is refreshed before the hello.
+    connection.authEndsAt = record.authEndsAt;
+    this.lifetimes.adopted(connection);
+    if (this.lifetimes.hasEnded(connection) && !(await this.lifetimes.refreshBeforeResume(connection))) {
+      if (socket.connection === connection) socket.connection = null;
       return null;
     }
     // Ended meanwhile (DELETE /v1/connection, taken over again), or detached (its client left again).
