@@ -275,6 +275,17 @@ describe('lifetime settings (SPEC §14)', () => {
     await t.upstream.requestTo(REFRESH_PATH, 2000);
   });
 
+  it('a flood of calls cannot take the first lane from a refresh (SPEC §1)', async () => {
+    t = await startTestGateway({ UPSTREAM_MAX_SOCKETS: '2', UPSTREAM_TIMEOUT: '10s' });
+    t.upstream.on(`POST ${AUTH_PATH}`, authorize);
+    t.upstream.on('POST /slow/hang', 'hang');
+    const { client: flooder } = await t.hello({ query: 'user=flooder' });
+    await t.hello({ query: 'user=refreshed-anyway&ttl=1' });
+    for (let i = 0; i < 50; i++) flooder.send(['slow.hang', { request_id: i }, [], {}]);
+    await t.upstream.nextRequest((r) => r.path === '/slow/hang');
+    await t.upstream.nextRequest(refreshOf('refreshed-anyway'), 2000);
+  });
+
   it('routes the refresh as gateway.refresh_connection (SPEC §1)', async () => {
     t = await startTestGateway(
       { AUTHORIZATION_TTL: '1s' },
