@@ -156,11 +156,14 @@ describe('authorization lifetime and refresh (SPEC §14)', () => {
       await expectExpired(client, 403, null, 3000);
     });
 
-    it('other answers are retried (first within 500 ms, then doubling) until lifetime + grace, then 4500', async () => {
+    it('other answers (5xx, not JSON, too deep) are retried (first within 500 ms, then doubling) until lifetime + grace, then 4500', async () => {
       const attemptsAt: number[] = [];
+      // A 502, then a body that is not JSON, then an object nested deeper than §4.1 allows: each one retried.
+      const deep = '{"user_id":"failing","x":' + '['.repeat(200) + ']'.repeat(200) + '}';
+      const replies: Reply[] = [{ status: 502, json: {} }, { text: '{"user_id":' }, { text: deep }];
       refreshReplies.set('failing', () => {
         attemptsAt.push(Date.now());
-        return { status: 502, json: {} };
+        return replies[attemptsAt.length - 1] ?? { status: 502, json: {} };
       });
       const failedBefore = await refreshes(t, 'failed');
       const startedAt = Date.now();
