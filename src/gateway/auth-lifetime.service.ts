@@ -238,11 +238,25 @@ export class AuthLifetimeService implements OnModuleDestroy {
     this.registry.remove(connection);
   }
 
-  /** SPEC §14: fatal_error with S and D, close 4000+S `expired`; the session ends and cannot be resumed. */
+  /**
+   * SPEC §14: fatal_error with S and D, close 4000+S `expired`; the session
+   * ends and cannot be resumed. Cluster mode: as a DELETE does (§12.6), the
+   * end is recorded in Redis first, where every takeover checks it, so no
+   * node resumes the session once its client has heard of the end.
+   */
   private expire(connection: Connection, status: number, dataJson: string): void {
     this.lifetimes.delete(connection);
     if (Logger.isLevelEnabled('log'))
       this.logger.log({ msg: 'authorization expired', connection_id: connection.id, status });
+    const userSessions = this.resumables.userSessions;
+    if (userSessions === null || !connection.isResumable) return this.end(connection, status, dataJson);
+    this.resumables.markRevoked(connection.id);
+    // Not recorded (Redis unreachable): the session still ends here; its record expires unrefreshed.
+    const end = (): void => this.end(connection, status, dataJson);
+    userSessions.revoke(connection.id).then(end, end);
+  }
+
+  private end(connection: Connection, status: number, dataJson: string): void {
     connection.close(backendErrorCloseCode(status), REASON_EXPIRED, encodeFatalError('http_error', dataJson, status));
     this.fatalSent.inc();
     this.registry.remove(connection);

@@ -79,6 +79,19 @@ describe('authorization lifetime in cluster mode (SPEC §14)', () => {
     expect(late.hello[1]).toMatchObject({ resumed: false });
   });
 
+  it('a refusal on the holder ends the session on every node: its token resumes nothing elsewhere', async () => {
+    refreshReplies.set('banned', () => ({ status: 403, json: { reason: 'banned' } }));
+    const first = await hello(0, 'user=banned&ttl=1', optInProtocols());
+    expect(await first.client.next(3000)).toEqual([
+      'fatal_error',
+      { error_kind: 'http_error', http_error: 403 },
+      { reason: 'banned' },
+    ]);
+    expect(await first.client.closed()).toEqual({ code: 4403, reason: 'expired' });
+    const again = await hello(1, 'user=banned&again=1', resumeProtocols(resumeOf(first.hello).token));
+    expect(again.hello[1]).toMatchObject({ resumed: false });
+  });
+
   it('a refreshed identity is written to the record: a takeover elsewhere carries it', async () => {
     const changed = { user_id: 'renamed', name: 'New Name' };
     refreshReplies.set('renamed', () => ({ json: changed, headers: { 'Gateway-Auth-TTL': '3600' } }));
