@@ -20,6 +20,8 @@ interface Lifetime {
   isRefreshing: boolean;
 }
 
+/** Stale queue entries below this many are left to come due (a pass over the queue costs more). */
+const MIN_COMPACTED_ENTRIES = 1024;
 /** How often a connection busy with a resume's replay is looked at again. */
 const BUSY_RETRY_MS = 100;
 /** The hello meta of a refreshed identity (SPEC §14). */
@@ -60,7 +62,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
       failed: metrics.authRefreshes.labels('failed'),
     };
     this.fatalSent = metrics.framesSent.labels('fatal_error');
-    registry.onRemove((connection) => this.lifetimes.delete(connection));
+    registry.onRemove((connection) => this.forget(connection));
   }
 
   /**
@@ -71,7 +73,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
   started(connection: Connection, lifetimeMs: number): void {
     if (lifetimeMs === 0) {
       connection.authEndsAt = 0;
-      return void this.lifetimes.delete(connection);
+      return this.forget(connection);
     }
     const now = Date.now();
     connection.authEndsAt = now + lifetimeMs;
@@ -159,6 +161,17 @@ export class AuthLifetimeService implements OnModuleDestroy {
     this.timer = null;
   }
 
+  /**
+   * The connection has no lifetime any more. Its queued entry goes stale; once
+   * stale entries outnumber live ones they are dropped in one pass, so a
+   * closed connection with a long lifetime is not kept until its refresh time.
+   */
+  private forget(connection: Connection): void {
+    if (!this.lifetimes.delete(connection)) return;
+    if (this.deadlines.size <= 2 * this.lifetimes.size + MIN_COMPACTED_ENTRIES) return;
+    this.deadlines.retain((entry) => this.lifetimes.get(entry.key)?.dueAt === entry.atMs);
+  }
+
   private schedule(connection: Connection, lifetime: Lifetime, atMs: number): void {
     lifetime.dueAt = atMs;
     this.deadlines.push(atMs, connection);
@@ -232,7 +245,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
 
   /** A detached session's refresh was refused: it ends (no socket to tell), and its token with it. */
   private endDetached(connection: Connection, status: number): void {
-    this.lifetimes.delete(connection);
+    this.forget(connection);
     if (Logger.isLevelEnabled('log'))
       this.logger.log({ msg: 'authorization expired', connection_id: connection.id, status });
     this.registry.remove(connection);
@@ -245,7 +258,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
    * node resumes the session once its client has heard of the end.
    */
   private expire(connection: Connection, status: number, dataJson: string): void {
-    this.lifetimes.delete(connection);
+    this.forget(connection);
     if (Logger.isLevelEnabled('log'))
       this.logger.log({ msg: 'authorization expired', connection_id: connection.id, status });
     const userSessions = this.resumables.userSessions;
