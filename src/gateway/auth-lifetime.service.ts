@@ -46,6 +46,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
   private readonly graceMs: number;
   private readonly results;
   private readonly fatalSent;
+  private readonly helloSent;
 
   constructor(
     config: GatewayConfig,
@@ -62,6 +63,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
       failed: metrics.authRefreshes.labels('failed'),
     };
     this.fatalSent = metrics.framesSent.labels('fatal_error');
+    this.helloSent = metrics.framesSent.labels('hello');
     registry.onRemove((connection) => this.forget(connection));
   }
 
@@ -216,7 +218,8 @@ export class AuthLifetimeService implements OnModuleDestroy {
       case 'changed':
         connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
         // SPEC §14: resumable clients learn the new identity; legacy ones get no extra frame.
-        if (connection.isResumable) connection.send(encodeHello(outcome.identityJson, REFRESHED_META));
+        if (connection.isResumable && connection.send(encodeHello(outcome.identityJson, REFRESHED_META)))
+          this.helloSent.inc();
         return this.restart(connection, outcome.lifetimeMs);
       case 'ok':
         return this.restart(connection, outcome.lifetimeMs);
