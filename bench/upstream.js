@@ -3,6 +3,7 @@
 // node:http keep-alive server. It answers
 //   POST /gateway/authorize_connection  → {"user_id": <?user= or "u<n>">, "cid": <connection_id>}
 //   POST /gateway/session_inactive      → {}
+//   POST /gateway/refresh_connection    → the identity it was sent (SPEC §14: the same object, a refresh `ok`)
 //   POST /echo                          → the call's args (body[1])
 // and 404 otherwise. `cid` in the answer reaches the client inside `hello`, so
 // the load generator knows which connection id to subscribe through /v1.
@@ -10,12 +11,15 @@
 // Run as a child of bench/run.js: `node bench/upstream.js` with PORT (0 = any);
 // the bound port is sent over IPC ({ready, port}) or printed when standalone.
 // Over IPC, {id, cmd: 'counts'} is answered {id, authorizations}: the
-// authorization requests received so far (the deploy scenario counts them).
+// authorization requests received so far (the deploy scenario counts them),
+// and refreshes, the refresh requests (bench/refresh-cpu.js counts them).
 
 const http = require('node:http');
 
 let anonymous = 0;
 let authorizations = 0;
+let refreshes = 0;
+const IDENTITY_SCHEME_LENGTH = 'Gateway+json '.length;
 const JSON_HEADERS = { 'Content-Type': 'application/json', 'Content-Length': '0' };
 
 function reply(res, status, text) {
@@ -50,6 +54,13 @@ function handle(req, body, res) {
     }
     case '/gateway/session_inactive':
       return reply(res, 200, '{}');
+    case '/gateway/refresh_connection':
+      refreshes++;
+      return reply(
+        res,
+        200,
+        Buffer.from(String(req.headers.authorization).slice(IDENTITY_SCHEME_LENGTH), 'base64').toString('utf8'),
+      );
     case '/echo':
       return reply(res, 200, JSON.stringify(parsed[1]));
     default:
@@ -79,7 +90,7 @@ if (require.main === module) {
     if (process.send) {
       process.send({ ready: true, port });
       process.on('message', (msg) => {
-        if (msg && msg.cmd === 'counts') process.send({ id: msg.id, authorizations });
+        if (msg && msg.cmd === 'counts') process.send({ id: msg.id, authorizations, refreshes });
       });
       process.channel.unref();
     } else {

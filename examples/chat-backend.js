@@ -13,6 +13,9 @@
  *   the room's last_message_counter and the sender's last_seen_counter
  * - chat.read [room, counter]: raises the caller's last_seen_counter
  * - GET / (and /app.js, /style.css): the chat page, when `page` is given
+ * - with `authTtlSeconds`, authorizations last that long (`Gateway-Auth-TTL`,
+ *   SPEC §14) and gateway.refresh_connection renews them while `isAllowed(user)`
+ *   says so, else answers 401 (the gateway then ends the session, reason `expired`)
  */
 const http = require('node:http');
 
@@ -29,7 +32,8 @@ const HISTORY = 50;
  * gateway is started after the backend and its port is known only then.
  * `page` (from examples/chat-page/build.js) and `gatewayPort` (a number or a
  * function of the page request's query, e.g. `?node=2`, returning it) serve
- * the chat page.
+ * the chat page. `authTtlSeconds` (default: none, authorizations last as long
+ * as their connection) and `isAllowed(user)` (default: everyone) drive SPEC §14.
  */
 function startChatBackend({
   port = 9000,
@@ -39,7 +43,11 @@ function startChatBackend({
   page,
   gatewayPort,
   log = () => undefined,
+  authTtlSeconds,
+  isAllowed = () => true,
 } = {}) {
+  // SPEC §14: a dedicated header sets the lifetime; without it the authorization lasts as long as the connection.
+  const lifetime = authTtlSeconds === undefined ? {} : { 'Gateway-Auth-TTL': String(authTtlSeconds) };
   const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
   const portOfGateway = typeof gatewayPort === 'function' ? gatewayPort : () => gatewayPort;
   const rooms = new Map(); // room -> { counter, messages, members: Set<user> }
@@ -67,7 +75,13 @@ function startChatBackend({
       if (!user || !NAME.test(user)) return [401, { error: 'add ?user=<name> to the URL' }];
       // SPEC §3: the connection's id comes in the request's first element; /v1 commands name the connection by it.
       log(`connection authorized: user ${user}, connection_id ${meta.connection_id}`);
-      return [200, { user_id: user, username: user }];
+      return [200, { user_id: user, username: user }, lifetime];
+    },
+    // SPEC §14: asked before the lifetime ends, with the connection's identity header (no cookie, no query).
+    // 200 with the same user renews it (a changed object becomes the identity); 401/403/404/410 end the session.
+    '/gateway/refresh_connection': async (meta, args, kwargs, user) => {
+      if (!user || !isAllowed(user)) return [401, { error: 'signed out' }];
+      return [200, { user_id: user, username: user }, lifetime];
     },
     '/gateway/session_inactive': async () => [204, null],
     '/echo': async (meta, args, kwargs) => [200, { args, kwargs }],
@@ -129,8 +143,8 @@ function startChatBackend({
         const route = routes[path];
         if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
         const [meta, args, kwargs] = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        const [status, body] = await route(meta, args, kwargs, userOf(req.headers.authorization));
-        reply(res, status, body);
+        const [status, body, headers] = await route(meta, args, kwargs, userOf(req.headers.authorization));
+        reply(res, status, body, headers);
       } catch (err) {
         if (!res.headersSent) reply(res, 500, { error: err.message });
       }
@@ -145,10 +159,12 @@ function userOf(header) {
   return JSON.parse(Buffer.from(header.slice('Gateway+json '.length), 'base64').toString('utf8')).user_id;
 }
 
-function reply(res, status, body) {
+function reply(res, status, body, headers = {}) {
   if (body === null) return res.writeHead(status).end();
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+  res
+    .writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers })
+    .end(text);
 }
 
 /** A page that names the gateway's port is served once that port is known; before, 503 with a retry hint. */

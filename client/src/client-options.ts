@@ -68,6 +68,8 @@ export interface ClientEvents {
   reconnected: [hello: Hello];
   /** The session was resumed on a new connection: subscriptions kept, missed messages follow (except `lost` topics'). */
   resumed: [info: Resumed];
+  /** SPEC §14: the backend refreshed the authorization with a changed identity (now `client.hello`); same user. */
+  refreshed: [hello: Hello];
   disconnect: [info: Disconnect];
 }
 

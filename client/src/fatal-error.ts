@@ -38,3 +38,10 @@ export const STOP_CLOSE_CODES: readonly number[] = [4403, 4409];
 /** The gateway is restarting (SPEC §12.5): reconnect at once, after a jitter below this, not a backoff. */
 export const CLOSE_SERVICE_RESTART = 1012;
 export const RESTART_JITTER_MS = 1000;
+
+/**
+ * SPEC §14: the close reason of a session whose authorization expired (its
+ * refresh was refused or kept failing). The session is over: the client
+ * reconnects once, without a resume offer, and never in a loop.
+ */
+export const REASON_EXPIRED = 'expired';

@@ -40,6 +40,8 @@ export type LatticeData = Readonly<Record<string, Readonly<Record<string, unknow
 /** One frame from the gateway, or `unknown` for a shape this client does not know (ignored). */
 export type ServerFrame =
   | { readonly type: 'hello'; readonly hello: Hello; readonly meta: HelloMeta }
+  /** SPEC §14: `["hello", {"refreshed": true}, <new identity>]`, the authorization refreshed mid-connection. */
+  | { readonly type: 'refreshed'; readonly hello: Hello }
   | { readonly type: 'result'; readonly requestId: RequestId; readonly data: unknown }
   | { readonly type: 'error'; readonly requestId: RequestId | null; readonly error: CallErrorInfo }
   | {
@@ -70,9 +72,9 @@ export function parseServerFrame(text: string): ServerFrame {
   const [type, meta, data] = value as [string, Record<string, unknown>, unknown];
   switch (type) {
     case 'hello':
-      return isObject(data) && typeof data.user_id === 'string'
-        ? { type, hello: data as unknown as Hello, meta: helloMetaOf(meta) }
-        : UNKNOWN;
+      if (!isObject(data) || typeof data.user_id !== 'string') return UNKNOWN;
+      if (meta.refreshed === true) return { type: 'refreshed', hello: data as unknown as Hello };
+      return { type, hello: data as unknown as Hello, meta: helloMetaOf(meta) };
     case 'result':
       return isRequestId(meta.request_id) ? { type, requestId: meta.request_id, data } : UNKNOWN;
     case 'error':

@@ -12,7 +12,7 @@ import {
   type Settings,
 } from './client-options';
 import { ConnectionClosedError } from './closed-error';
-import { CLOSE_SERVICE_RESTART, FatalError, RESTART_JITTER_MS, STOP_CLOSE_CODES } from './fatal-error';
+import { CLOSE_SERVICE_RESTART, FatalError, REASON_EXPIRED, RESTART_JITTER_MS, STOP_CLOSE_CODES } from './fatal-error';
 import { encodeCall, parseServerFrame, PROBE_METHOD, type Hello, type HelloMeta, type MessagePosition } from './frames';
 import { LatticeMirror } from './lattice-mirror';
 import { Listeners } from './listeners';
@@ -41,6 +41,7 @@ export class GatewayClient {
     hello: new Listeners(),
     reconnected: new Listeners(),
     resumed: new Listeners(),
+    refreshed: new Listeners(),
     disconnect: new Listeners(),
   };
   private readonly waiters: Array<{ resolve: (hello: Hello) => void; reject: (error: Error) => void }> = [];
@@ -56,6 +57,8 @@ export class GatewayClient {
   private fatalFrame: { errorKind: string; status: number | null; data: unknown } | null = null;
   private lastFatal: FatalError | null = null;
   private probes = 0;
+  /** SPEC §14: the attempt under way follows an `expired` close; a refusal of it stops the client. */
+  private isAfterExpiry = false;
 
   /** `url` may be a function, called before every attempt (e.g. to put a fresh token in the query). */
   constructor(
@@ -202,6 +205,8 @@ export class GatewayClient {
     switch (frame.type) {
       case 'hello':
         return this.onHello(frame.hello, frame.meta);
+      case 'refreshed':
+        return this.onRefreshed(frame.hello);
       // Calls have number ids; probes have string ids ("probe-N"), and their replies only count as traffic.
       case 'result':
         if (typeof frame.requestId === 'number') this.calls.resolve(frame.requestId, frame.data);
@@ -238,6 +243,7 @@ export class GatewayClient {
     this.hasHadHello = true;
     this.currentHello = hello;
     this.attempt = 0;
+    this.isAfterExpiry = false;
     this.lastFatal = null;
     this.watchdog.start();
     this.setStatus('connected');
@@ -247,6 +253,13 @@ export class GatewayClient {
     if (this.isStopped) return;
     if (isResumed) this.events.resumed.emit({ lost: meta.lost, replayed: meta.replayed });
     else if (isReconnect) this.events.reconnected.emit(hello);
+  }
+
+  /** SPEC §14: a changed identity for the same user becomes the hello; the session goes on. */
+  private onRefreshed(hello: Hello): void {
+    if (this.currentHello === null || hello.user_id !== this.currentHello.user_id) return;
+    this.currentHello = hello;
+    this.events.refreshed.emit(hello);
   }
 
   /** The connection ended (close event, or abandoned): retry or stop. */
@@ -262,8 +275,20 @@ export class GatewayClient {
     // 4403 disconnected, 4409 session_resumed: the session is over or elsewhere, so is this client.
     const isSessionOver = fatal === null && STOP_CLOSE_CODES.includes(code);
     if (isSessionOver) this.session.end();
+    // SPEC §14: an expired session is over; one normal connect follows (the app's cookies decide), never a loop.
+    const isExpired = code >= 4000 && reason === REASON_EXPIRED;
+    const wasAfterExpiry = this.isAfterExpiry;
+    this.isAfterExpiry = isExpired && !wasAfterExpiry;
+    if (isExpired) this.session.end();
+    if (this.settings.reconnect && this.isAfterExpiry) {
+      this.retryTimer = setTimeout(() => this.open(), 0);
+      this.setStatus('reconnecting');
+      return this.events.disconnect.emit({ code, reason, fatal, retryInMs: 0 });
+    }
     const shouldRetry =
-      this.settings.reconnect && !isSessionOver && (fatal === null || this.settings.retryFatal(fatal));
+      this.settings.reconnect &&
+      !isSessionOver &&
+      (fatal === null || (!wasAfterExpiry && this.settings.retryFatal(fatal)));
     if (!shouldRetry) {
       this.stop(fatal, fatal ?? new ConnectionClosedError(code, reason));
       return this.events.disconnect.emit({ code, reason, fatal, retryInMs: null });

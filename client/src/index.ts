@@ -10,7 +10,7 @@ export type { ClientEvents, ClientOptions, ConnectionStatus, Disconnect, Resumed
 export type { CallOptions } from './pending-calls';
 export { callError, isCallError } from './call-error';
 export type { CallError, CallErrorInfo, CallErrorKind } from './call-error';
-export { FatalError, NO_RETRY_CLOSE_CODES, STOP_CLOSE_CODES, isRetryableFatal } from './fatal-error';
+export { FatalError, NO_RETRY_CLOSE_CODES, REASON_EXPIRED, STOP_CLOSE_CODES, isRetryableFatal } from './fatal-error';
 export { ConnectionClosedError } from './closed-error';
 export { PROTOCOLS, PROBE_METHOD } from './frames';
 export { RESUME_SUBPROTOCOL } from './resume-offer';

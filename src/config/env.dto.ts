@@ -71,6 +71,12 @@ export class EnvDto {
   @Expose() @IsByteSize() HISTORY_MEMORY_MAX_BYTES: string = '256MiB';
   /** SPEC §12.2: detached sessions one user may hold per node; one more ends that user's oldest. */
   @Expose() @IsWholeNumber(1) RESUME_MAX_DETACHED_PER_USER: string = '16';
+  /** SPEC §14: an authorization's lifetime when its answer gives no `Gateway-Auth-TTL`; `0` = unlimited. */
+  @Expose() @IsDuration(true) AUTHORIZATION_TTL: string = '0';
+  /** SPEC §14: caps the header's and AUTHORIZATION_TTL's lifetime alike; `0` = no cap. */
+  @Expose() @IsDuration(true) AUTHORIZATION_MAX_TTL: string = '0';
+  /** SPEC §14: how long past a lifetime's end a failing refresh is retried before the connection closes. */
+  @Expose() @IsDuration(true) AUTHORIZATION_GRACE: string = '30s';
   /** Unset = a random 12-character id. */
   @Expose() @IsOptional() @IsNodeId() NODE_ID?: string;
 

@@ -35,6 +35,8 @@ export abstract class GatewayConfig {
   abstract readonly redisWait: RedisWait;
   /** SPEC §12: resumable sessions and topic history. */
   abstract readonly resume: ResumeSettings;
+  /** SPEC §14: authorization lifetime and refresh. */
+  abstract readonly authLifetime: AuthLifetimeSettings;
   abstract readonly log: LogSettings;
   /** OpenTelemetry, from the standard OTEL_* variables; `tracesUrl` null = off. */
   abstract readonly tracing: TracingSettings;
@@ -129,6 +131,16 @@ export interface ResumeSettings {
   readonly historyMemoryMaxBytes: number;
   /** RESUME_MAX_DETACHED_PER_USER: detached sessions one user may hold on this node. */
   readonly maxDetachedPerUser: number;
+}
+
+/** SPEC §14 (AUTHORIZATION_TTL, AUTHORIZATION_MAX_TTL, AUTHORIZATION_GRACE). */
+export interface AuthLifetimeSettings {
+  /** Lifetime of an authorization whose answer has no `Gateway-Auth-TTL`; 0 = unlimited. */
+  readonly defaultTtlMs: number;
+  /** Cap on every lifetime; 0 = no cap. */
+  readonly maxTtlMs: number;
+  /** Failing refreshes are retried until the lifetime's end plus this. */
+  readonly graceMs: number;
 }
 
 export type LogLevel = 'error' | 'warn' | 'info' | 'debug';

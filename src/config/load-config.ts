@@ -297,6 +297,11 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
       historyMemoryMaxBytes: bytes(env.HISTORY_MEMORY_MAX_BYTES),
       maxDetachedPerUser: whole(env.RESUME_MAX_DETACHED_PER_USER),
     },
+    authLifetime: {
+      defaultTtlMs: ms(env.AUTHORIZATION_TTL),
+      maxTtlMs: ms(env.AUTHORIZATION_MAX_TTL),
+      graceMs: ms(env.AUTHORIZATION_GRACE),
+    },
     log: { level: env.LOG_LEVEL.toLowerCase() as LogLevel, format: env.LOG_FORMAT.toLowerCase() as LogFormat },
   };
 }

@@ -67,6 +67,8 @@ export class Connection {
    */
   generation = 0;
   isHandedOver = false;
+  /** SPEC §14: epoch ms at which its authorization ends; 0 = never. Kept in its session record (cluster mode). */
+  authEndsAt = 0;
   /** The close code and reason we sent, null while we have not closed. */
   closedWith: { readonly code: number; readonly reason: string } | null = null;
 

@@ -8,6 +8,7 @@ import { UpstreamModule } from '../upstream/upstream.module';
 import { PubSubModule } from '../pubsub/pubsub.module';
 import { ResumeModule } from '../resume/resume.module';
 import { SessionResumeService } from './session-resume.service';
+import { AuthLifetimeService } from './auth-lifetime.service';
 import { ClientFramesService } from './client-frames.service';
 import { HeartbeatService } from './heartbeat.service';
 import { HelloSequenceService } from './hello-sequence.service';
@@ -37,6 +38,7 @@ import { HandshakeRefusals } from './handshake-refusals';
     HelloSequenceService,
     HeartbeatService,
     SessionResumeService,
+    AuthLifetimeService,
   ],
   exports: [PublicListener],
 })

@@ -10,6 +10,7 @@ import { ActivityService } from '../activity/activity.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 import { HelloSequenceService } from './hello-sequence.service';
 import { SessionResumeService } from './session-resume.service';
+import { AuthLifetimeService } from './auth-lifetime.service';
 
 /**
  * The life of a connection up to `hello` (SPEC §2–3): authorize, then refuse
@@ -26,6 +27,7 @@ export class HelloService {
     private readonly activity: ActivityService,
     private readonly helloSequence: HelloSequenceService,
     private readonly resumer: SessionResumeService,
+    private readonly lifetimes: AuthLifetimeService,
     metrics: GatewayMetrics,
   ) {
     this.fatalSent = metrics.framesSent.labels('fatal_error');
@@ -59,6 +61,8 @@ export class HelloService {
     if (connection.state !== 'pending') return;
     if (!outcome.ok) return this.refuse(connection, outcome.status, outcome.dataJson);
     connection.identity = outcome.identity;
+    // SPEC §14: before the session's record is written (cluster mode), which carries the lifetime's end.
+    this.lifetimes.started(connection, outcome.lifetimeMs);
     this.registry.bindUser(connection, outcome.identity.userId);
     // Announce the session while still pending: this connection's own status reaches it
     // in its snapshot after hello, not as a separate push (SPEC §3).

@@ -16,6 +16,7 @@ import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
 import { ResumeOffer, ResumeRequest } from './resume-offer';
+import { AuthLifetimeService } from './auth-lifetime.service';
 
 /**
  * The WebSocket edge of SPEC §12: the hello meta of a resumable session, a
@@ -35,6 +36,7 @@ export class SessionResumeService {
     private readonly lattices: LatticeService,
     private readonly presence: PresenceService,
     private readonly activity: ActivityService,
+    private readonly lifetimes: AuthLifetimeService,
   ) {
     const records = sessions.records;
     if (records !== null) {
@@ -120,10 +122,29 @@ export class SessionResumeService {
     const found = this.sessions.lookUp(request.offer.token, handler.name);
     if (!found.ok) return null;
     const connection = found.connection;
+    // SPEC §14: a lifetime that ended meanwhile is refreshed before the resumed hello.
+    if (this.lifetimes.hasEnded(connection)) return this.refreshThenResume(connection, socket, request.offer);
+    return this.resumeHere(connection, socket, request.offer);
+  }
+
+  private resumeHere(connection: Connection, socket: GatewaySocket, offer: ResumeOffer): Connection {
     this.reattach(connection, socket);
     connection.holdForReplay();
-    void this.greetResumed(connection, request.offer, null);
+    this.lifetimes.resumed(connection);
+    void this.greetResumed(connection, offer, null);
     return connection;
+  }
+
+  /** SPEC §14: refreshed first; a refused refresh ended the session, and the handshake is a normal connect. */
+  private async refreshThenResume(
+    connection: Connection,
+    socket: GatewaySocket,
+    offer: ResumeOffer,
+  ): Promise<Connection | null> {
+    if (!(await this.lifetimes.refreshBeforeResume(connection))) return null;
+    // Resumed on another socket meanwhile (its token was still valid) or ended: this handshake is a normal connect.
+    if (!this.registry.holds(connection) || connection.state === 'pending') return null;
+    return this.resumeHere(connection, socket, offer);
   }
 
   /** The hello meta of a new connection: `{}` for a legacy one, the resume object otherwise (SPEC §12.1). */
@@ -166,9 +187,12 @@ export class SessionResumeService {
     if (this.sessions.isRevoked(record.connectionId)) return this.endTakenRevoked(socket, handler, record);
     const local = this.registry.get(record.connectionId);
     if (local !== undefined && local.isResumable && record.previousHolder === this.registry.nodeId) {
+      // SPEC §14: a lifetime that ended meanwhile is refreshed first; refused, the session ended here.
+      if (this.lifetimes.hasEnded(local) && !(await this.lifetimes.refreshBeforeResume(local))) return null;
       local.generation = record.generation;
       this.reattach(local, socket);
       local.holdForReplay();
+      this.lifetimes.resumed(local);
       this.sessions.adoptToken(local, token);
       void this.greetResumed(local, offer, token);
       return local;
@@ -208,6 +232,13 @@ export class SessionResumeService {
       this.logger.error({ msg: 'session rebuild failed', connection_id: connection.id, error: (err as Error).message });
       if (socket.connection === connection) socket.connection = null;
       this.registry.remove(connection);
+      return null;
+    }
+    // SPEC §14: the record's lifetime goes on here; one that ended is refreshed before the hello.
+    connection.authEndsAt = record.authEndsAt;
+    this.lifetimes.adopted(connection);
+    if (this.lifetimes.hasEnded(connection) && !(await this.lifetimes.refreshBeforeResume(connection))) {
+      if (socket.connection === connection) socket.connection = null;
       return null;
     }
     // Ended meanwhile (DELETE /v1/connection, taken over again), or detached (its client left again).

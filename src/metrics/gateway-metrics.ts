@@ -36,6 +36,13 @@ export class GatewayMetrics {
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
+  /** SPEC §14: refresh answers (`failed` counts each attempt that will be retried or gives up). */
+  readonly authRefreshes = new Counter({
+    name: 'gateway_auth_refreshes_total',
+    help: 'Authorization refreshes by result: ok, changed, refused, failed',
+    labelNames: ['result'] as const,
+    registers: [this.registry],
+  });
   readonly upstreamRequests = new Counter({
     name: 'gateway_upstream_requests_total',
     help: 'Upstream requests by destination, kind and outcome',

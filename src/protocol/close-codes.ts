@@ -27,6 +27,8 @@ export const REASON_INTERNAL_ERROR = 'internal_error';
 export const REASON_EARLY_FRAMES_OVER_LIMIT = 'early_frames_over_limit';
 export const REASON_SERVICE_RESTART = 'service_restart';
 export const REASON_SESSION_RESUMED = 'session_resumed';
+/** SPEC §14: the authorization's lifetime ended (refused, or not refreshed within the grace); close 4000+S. */
+export const REASON_EXPIRED = 'expired';
 
 /** SPEC §3: close code for an authorization failure answered with HTTP `status`. */
 export function backendErrorCloseCode(status: number): number {

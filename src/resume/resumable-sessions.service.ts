@@ -156,6 +156,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
       authJson: identity.json,
       handlerName: connection.handler.name,
       windowEndAt,
+      authEndsAt: connection.authEndsAt,
     };
   }
 

@@ -171,7 +171,8 @@ return ''`;
 // is there; the holder ends its copy). The authorization answer is kept once (field a; the identity
 // header is derived from it). KEYS: record, token key, node's sessions, the user's sessions.
 // ARGV: node, attached TTL, digest, user, auth JSON, handler, window ms, user hash key,
-// window end (0: attached), connection id, '1' to clear the subscriptions.
+// window end (0: attached), connection id, '1' to clear the subscriptions, authorization end (SPEC §14, epoch ms;
+// 0: none; written again on every refresh, with the refreshed answer as a).
 export const WRITE_START = `if redis.call('HEXISTS', KEYS[1], 'x') == 1 then return -1 end
 local n = redis.call('HGET', KEYS[1], 'n')
 if n and n ~= ARGV[1] then return 0 end
@@ -181,7 +182,7 @@ if ARGV[11] == '1' then
     if k == 't:' or k == 'l:' then redis.call('HDEL', KEYS[1], f) end
   end
 end
-redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'h', ARGV[6], 'n', ARGV[1], 'w', ARGV[9], 'wm', ARGV[7], 'uk', ARGV[8], 'us', KEYS[4])
+redis.call('HSET', KEYS[1], 'd', ARGV[3], 'u', ARGV[4], 'a', ARGV[5], 'h', ARGV[6], 'n', ARGV[1], 'w', ARGV[9], 'wm', ARGV[7], 'uk', ARGV[8], 'us', KEYS[4], 'ae', ARGV[12])
 redis.call('HDEL', KEYS[1], 'i')
 local w = tonumber(ARGV[9])
 if w > 0 then

@@ -52,6 +52,8 @@ export interface SessionRecord extends SessionSubscriptions {
   readonly deadlineAt: number;
   /** The node that held it before ('' when none did: its node drained or died). */
   readonly previousHolder: string;
+  /** SPEC §14: epoch ms at which its authorization ends; 0 = never. */
+  readonly authEndsAt: number;
 }
 
 /** A record's identity part, written when the session starts (and after a Redis reconnection). */
@@ -63,6 +65,8 @@ export interface SessionStart {
   readonly handlerName: string;
   /** 0 while attached. */
   readonly windowEndAt: number;
+  /** SPEC §14: epoch ms at which its authorization ends; 0 or absent = never. */
+  readonly authEndsAt?: number;
 }
 
 export type TakeoverResult =
@@ -252,6 +256,7 @@ export class SessionRecords {
         generation: Number(generation),
         deadlineAt: Number(deadline),
         previousHolder,
+        authEndsAt: Number(fields.get('ae') ?? 0),
         topics,
         namespaces,
         watch: watch === undefined ? null : (JSON.parse(watch) as string[]),
@@ -354,6 +359,7 @@ export class SessionRecords {
           start.windowEndAt,
           connectionId,
           change.isRestart === true ? '1' : '0',
+          start.authEndsAt ?? 0,
         ];
         pipeline[this.writeStartName](...keys, ...args, ...more);
         starts.set(commands++, connectionId);

@@ -81,3 +81,5 @@ export class RouteTable {
 /** The method names the gateway itself calls (SPEC §1: routed like methods). */
 export const AUTHORIZE_METHOD = 'gateway.authorize_connection';
 export const SESSION_INACTIVE_METHOD = 'gateway.session_inactive';
+/** SPEC §14: the refresh of an authorization whose lifetime nears its end. */
+export const REFRESH_METHOD = 'gateway.refresh_connection';
