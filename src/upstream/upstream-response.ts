@@ -1,3 +1,5 @@
+import type { IncomingHttpHeaders } from 'node:http';
+
 /**
  * What one upstream HTTP exchange produced. Transport outcomes are values, not
  * exceptions (STYLE B8); call-reply.ts and auth-response.ts map them to frames.
@@ -8,6 +10,8 @@ export type UpstreamResponse =
       readonly status: number;
       readonly contentType: string | undefined;
       readonly body: Buffer;
+      /** The answer's headers (SPEC §15.1 reads `Gateway-Subscribe` from the authorization answer). */
+      readonly headers?: IncomingHttpHeaders;
     }
   | { readonly kind: 'timeout' }
   | { readonly kind: 'connection_error'; readonly reason: string }

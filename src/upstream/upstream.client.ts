@@ -206,7 +206,13 @@ export class UpstreamClient implements OnModuleDestroy {
     });
     res.on('end', () => {
       const body = chunks.length === 1 ? chunks[0] : Buffer.concat(chunks, size);
-      resolve({ kind: 'response', status: res.statusCode ?? 0, contentType: res.headers['content-type'], body });
+      resolve({
+        kind: 'response',
+        status: res.statusCode ?? 0,
+        contentType: res.headers['content-type'],
+        body,
+        headers: res.headers,
+      });
     });
     res.on('error', (err) => resolve({ kind: 'connection_error', reason: err.message }));
   }
