@@ -2,7 +2,8 @@
 /**
  * A tiny example backend for the gateway demo (plain Node, no dependencies).
  *
- * - authorizes any connection whose query string carries ?user=<name>
+ * - authorizes any connection whose query string carries ?user=<name>, and
+ *   subscribes it to topic rooms/<room> in that answer when it carries ?room=<room>
  * - answers `echo` with its arguments
  * - chat.join [room]: subscribes the caller to topic rooms/<room>, to the
  *   lattice namespace `rooms` (the room's last_message_counter, and the
@@ -63,11 +64,14 @@ function startChatBackend({
 
   const routes = {
     '/gateway/authorize_connection': async (meta, args, kwargs) => {
-      const user = new URLSearchParams(kwargs.url_querystring || '').get('user');
+      const query = new URLSearchParams(kwargs.url_querystring || '');
+      const user = query.get('user');
       if (!user || !NAME.test(user)) return [401, { error: 'add ?user=<name> to the URL' }];
       // SPEC §3: the connection's id comes in the request's first element; /v1 commands name the connection by it.
       log(`connection authorized: user ${user}, connection_id ${meta.connection_id}`);
-      return [200, { user_id: user, username: user }];
+      // SPEC §15.1: the page's room (?room=) is subscribed by the answer itself, one round trip less than a /v1 PUT.
+      const room = query.get('room');
+      return [200, { user_id: user, username: user }, isRoom(room) ? { 'Gateway-Subscribe': `rooms/${room}` } : {}];
     },
     '/gateway/session_inactive': async () => [204, null],
     '/echo': async (meta, args, kwargs) => [200, { args, kwargs }],
@@ -129,8 +133,8 @@ function startChatBackend({
         const route = routes[path];
         if (req.method !== 'POST' || !route) return reply(res, 404, { error: 'no such method' });
         const [meta, args, kwargs] = JSON.parse(Buffer.concat(chunks).toString('utf8'));
-        const [status, body] = await route(meta, args, kwargs, userOf(req.headers.authorization));
-        reply(res, status, body);
+        const [status, body, headers] = await route(meta, args, kwargs, userOf(req.headers.authorization));
+        reply(res, status, body, headers);
       } catch (err) {
         if (!res.headersSent) reply(res, 500, { error: err.message });
       }
@@ -145,10 +149,12 @@ function userOf(header) {
   return JSON.parse(Buffer.from(header.slice('Gateway+json '.length), 'base64').toString('utf8')).user_id;
 }
 
-function reply(res, status, body) {
+function reply(res, status, body, headers = {}) {
   if (body === null) return res.writeHead(status).end();
   const text = JSON.stringify(body);
-  res.writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text) }).end(text);
+  res
+    .writeHead(status, { 'Content-Type': 'application/json', 'Content-Length': Buffer.byteLength(text), ...headers })
+    .end(text);
 }
 
 /** A page that names the gateway's port is served once that port is known; before, 503 with a retry hint. */
