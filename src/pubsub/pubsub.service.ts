@@ -11,7 +11,7 @@ import { isResumeOffered } from '../resume/resume-settings';
 import { encodeMessageFrame } from './message-frame';
 import { replayStart } from './replay-start';
 import { ResumablePositions } from './resumable-positions';
-import { HistoryPosition, TopicHistory } from './topic-history';
+import { HistoryPosition, KeptHistory, TopicHistory } from './topic-history';
 import { TopicIndex } from './topic-index';
 import { LoggedMessage, STALE, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
 import { GapFill, OrderStep, TopicOrder } from './topic-order';
@@ -353,6 +353,26 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     return [at.offset, at.epoch];
   }
 
+  /** SPEC §15.2: the subscribers of a topic on this node (pending and detached ones included). */
+  subscribersOf(topic: string): ReadonlySet<Connection> | undefined {
+    return this.index.subscribersOf(topic);
+  }
+
+  /** SPEC §15.2: the topics of a connection (path form). */
+  topicsOf(connection: Connection): ReadonlySet<string> {
+    return this.index.topicsOf(connection) ?? NO_TOPICS;
+  }
+
+  /** SPEC §15.2 `/v1/info`: topics with subscribers on this node (a kept count). */
+  get topicCount(): number {
+    return this.index.topicCount;
+  }
+
+  /** SPEC §15.2: where a topic's history stands and how many messages it keeps; null when there is none (RESUME_WINDOW=0). */
+  historyOf(topic: string): Promise<KeptHistory> | KeptHistory | null {
+    return this.history?.kept(topic) ?? this.log?.kept(topic) ?? null;
+  }
+
   /**
    * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
    * position at which it subscribed to each, as its session record keeps them.
@@ -435,6 +455,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
 }
 
 const NO_HISTORY: HistoryPosition = { offset: 0, epoch: null };
+const NO_TOPICS: ReadonlySet<string> = new Set();
 
 /**
  * The messages after `from` that `read` holds, or null (lost) when some are
