@@ -41,7 +41,8 @@ export class QueriesController {
     true,
   )
   topic(@Param('topic', TopicPipe) topic: string, @Query() query: Record<string, unknown>) {
-    return this.queries.topic(topic, query.connections === '1' ? pageOf(query) : null);
+    const page = pageOf(query); // checked also without ?connections=1: a bad limit is a caller's bug either way
+    return this.queries.topic(topic, query.connections === '1' ? page : null);
   }
 
   @Get(ROUTES.info)

@@ -194,6 +194,8 @@ describe.each(TOPOLOGIES)('GET queries, SPEC §15.2 (%s)', (topology, startGatew
       });
       for (const path of ['/v1/topic/a.b', `/v1/topic/${'t'.repeat(257)}`, '/v1/topic/a//b'])
         expect([path, (await api(t.apiUrl, 'GET', path)).status]).toEqual([path, 404]);
+      for (const params of ['connections=1&limit=0', 'limit=2000', 'connections=1&cursor=x'])
+        expect([params, (await api(t.apiUrl, 'GET', `/v1/topic/t?${params}`)).status]).toEqual([params, 400]);
     });
   });
 
