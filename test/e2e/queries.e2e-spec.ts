@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { ClusterNames } from '../../src/cluster/channels';
 import { TOPOLOGIES, TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
@@ -278,10 +279,11 @@ describe('GET queries across a cluster (SPEC §15.2, two nodes)', () => {
   it('lists a live node that does not answer in "unreachable" and still answers 200 within the 2 s budget', async () => {
     const [a] = cluster.nodes;
     const redis = new Redis(TEST_REDIS_URL);
+    const names = new ClusterNames(cluster.prefix);
     try {
       // A node registered as alive that never answers (it listens to nothing).
-      await redis.sadd(`${cluster.prefix}nodes`, 'nodeGhost');
-      await redis.set(`${cluster.prefix}alive:nodeGhost`, 'x', 'PX', 30_000);
+      await redis.sadd(names.nodes, 'nodeGhost');
+      await redis.set(names.alive('nodeGhost'), 'x', 'PX', 30_000);
       const startedAt = Date.now();
       const [info, user] = await Promise.all([
         query(a.apiUrl, '/v1/info'),
@@ -300,8 +302,8 @@ describe('GET queries across a cluster (SPEC §15.2, two nodes)', () => {
         unreachable: ['nodeGhost'],
       });
     } finally {
-      await redis.del(`${cluster.prefix}alive:nodeGhost`);
-      await redis.srem(`${cluster.prefix}nodes`, 'nodeGhost');
+      await redis.del(names.alive('nodeGhost'));
+      await redis.srem(names.nodes, 'nodeGhost');
       redis.disconnect();
     }
   });
