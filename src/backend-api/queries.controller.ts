@@ -20,11 +20,11 @@ export class QueriesController {
     ['cid', 'cid'],
     'connection',
     false,
-    'unknown connection: `{"error": "unknown_connection"}`; malformed id: empty body',
+    'unknown connection: `{"error": "unknown_connection"}` (plus `unreachable` when a silent node may hold it); malformed id: empty body',
   )
   async connection(@Param('cid', ConnectionIdPipe) cid: string, @Res({ passthrough: true }) res: Response) {
-    const answer = await this.queries.connection(cid);
-    return answer ?? void res.status(404).json({ error: 'unknown_connection' });
+    const { found, unreachable } = await this.queries.connection(cid);
+    return found ?? void res.status(404).json(unknownConnection(unreachable));
   }
 
   @Get(ROUTES.userConnections)
@@ -50,6 +50,11 @@ export class QueriesController {
   info() {
     return this.queries.info();
   }
+}
+
+/** SPEC §15.2's 404 body; with the nodes that did not answer, when one of them may hold it. */
+function unknownConnection(unreachable: string[]): object {
+  return unreachable.length === 0 ? { error: 'unknown_connection' } : { error: 'unknown_connection', unreachable };
 }
 
 /** `limit` and `cursor`, or the 400 they deserve. */

@@ -92,11 +92,11 @@ export class QueriesService implements OnModuleInit {
     this.queries.answer('info', () => this.infoHere());
   }
 
-  /** null: no node holds it (404 unknown_connection). */
-  async connection(cid: string): Promise<WithUnreachable<ConnectionAnswer> | null> {
+  /** `found` null: no node that answered holds it (404 unknown_connection, with the silent nodes). */
+  async connection(cid: string): Promise<{ found: WithUnreachable<ConnectionAnswer> | null; unreachable: string[] }> {
     const { answers, unreachable } = await this.queries.askEveryNode<ConnectionAnswer | null>('connection', cid);
     const found = answers.find(([, answer]) => answer !== null)?.[1] ?? null;
-    return found === null ? null : withUnreachable(found, unreachable);
+    return { found: found === null ? null : withUnreachable(found, unreachable), unreachable: [...unreachable] };
   }
 
   async userConnections(uid: string, page: PageRequest) {

@@ -285,9 +285,10 @@ describe('GET queries across a cluster (SPEC §15.2, two nodes)', () => {
       await redis.sadd(names.nodes, 'nodeGhost');
       await redis.set(names.alive('nodeGhost'), 'x', 'PX', 30_000);
       const startedAt = Date.now();
-      const [info, user] = await Promise.all([
+      const [info, user, connection] = await Promise.all([
         query(a.apiUrl, '/v1/info'),
         query(a.apiUrl, '/v1/user/nobody/connections'),
+        api(a.apiUrl, 'GET', '/v1/connection/nodeGhost-AAAAAAAAAAAAAAAAAAAAAA'),
       ]);
       const elapsedMs = Date.now() - startedAt;
       expect(info.unreachable).toEqual(['nodeGhost']);
@@ -301,6 +302,11 @@ describe('GET queries across a cluster (SPEC §15.2, two nodes)', () => {
         cursor: null,
         unreachable: ['nodeGhost'],
       });
+      // The silent node may hold it: still 404, naming the node.
+      expect([connection.status, connection.json()]).toEqual([
+        404,
+        { error: 'unknown_connection', unreachable: ['nodeGhost'] },
+      ]);
     } finally {
       await redis.del(names.alive('nodeGhost'));
       await redis.srem(names.nodes, 'nodeGhost');
