@@ -1,6 +1,8 @@
-import { TOPOLOGIES } from './harness/cluster';
+import { TOPOLOGIES, TestCluster, startTestCluster } from './harness/cluster';
 import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
+import { untilMetric } from './harness/metrics';
+import { Position, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
 
 const AUTH = 'POST /gateway/authorize_connection';
@@ -22,7 +24,8 @@ describe.each(TOPOLOGIES)(
     let t: TestGateway;
     /** In-process nodes share Nest's logger (the last node started writes every line): logs are read on one node. */
     const readsLogs = topology === 'one node';
-    beforeAll(async () => (t = await startTestGateway()));
+    // Resumable sessions on: a resumable session's record keeps what the header subscribed (SPEC §12).
+    beforeAll(async () => (t = await startTestGateway({ RESUME_WINDOW: '30s' })));
     afterAll(() => t.close());
 
     it('subscribes before hello: hello and identity unchanged, a publish right after hello is delivered', async () => {
@@ -49,6 +52,23 @@ describe.each(TOPOLOGIES)(
         expect([i, await client.next()]).toEqual([i, ['message', { topic: `ryw.${i}` }, i]]);
         await client.close();
       }
+    });
+
+    it("a resumable session keeps the header's topics: a message published while it is detached is replayed", async () => {
+      t.upstream.on(AUTH, answerWith('kept/1', { user_id: 'keeper' }));
+      const { client, hello } = await t.hello({ protocols: optInProtocols() });
+      expect((await api(t.apiUrl, 'POST', '/v1/publish/kept/1', 1)).status).toBe(204);
+      const first = await client.next();
+      expect(first).toEqual(['message', { topic: 'kept.1', offset: 1, epoch: expect.any(String) }, 1]);
+      const epoch = first[1].epoch as string;
+      client.socket.terminate();
+      // The metric of the client's node (in the two-node shape, t.apiUrl is the other node's).
+      const clientNodeApi = `http://127.0.0.1:${t.gateway.internalAddress.port}`;
+      await untilMetric(clientNodeApi, 'gateway_sessions_detached', (v) => v === 1);
+      expect((await api(t.apiUrl, 'POST', '/v1/publish/kept/1', 2)).status).toBe(204);
+      const positions = { 'kept.1': [1, epoch] as Position };
+      const again = await t.hello({ protocols: resumeProtocols(resumeOf(hello).token, positions) });
+      expect(await again.client.next()).toEqual(['message', { topic: 'kept.1', offset: 2, epoch }, 2]);
     });
 
     it('takes several header lines, repeated topics, empty list elements and exactly 100 topics', async () => {
@@ -99,3 +119,25 @@ describe.each(TOPOLOGIES)(
     });
   },
 );
+
+describe('subscriptions in the authorization answer and session records (SPEC §15.1, §12.5, two nodes)', () => {
+  let cluster: TestCluster;
+  beforeAll(async () => (cluster = await startTestCluster(2, { RESUME_WINDOW: '30s' })));
+  afterAll(() => cluster.close());
+
+  it("a session resumed on the other node still has the header's topics", async () => {
+    const [a, b] = cluster.nodes;
+    cluster.upstream.on(AUTH, answerWith('moved/1', { user_id: 'mover' }));
+    const { client, hello } = await a.hello({ protocols: optInProtocols() });
+    client.socket.terminate();
+    await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
+    expect((await api(b.apiUrl, 'POST', '/v1/publish/moved/1', 7)).status).toBe(204);
+    const again = await b.hello({ protocols: resumeProtocols(resumeOf(hello).token) });
+    expect(again.hello[1]).toMatchObject({ resumed: true });
+    expect(await again.client.next()).toEqual([
+      'message',
+      { topic: 'moved.1', offset: 1, epoch: expect.any(String) },
+      7,
+    ]);
+  });
+});
