@@ -2,7 +2,8 @@
 /**
  * A tiny example backend for the gateway demo (plain Node, no dependencies).
  *
- * - authorizes any connection whose query string carries ?user=<name>
+ * - authorizes any connection whose query string carries ?user=<name>, and
+ *   subscribes it to topic rooms/<room> in that answer when it carries ?room=<room>
  * - answers `echo` with its arguments
  * - chat.join [room]: subscribes the caller to topic rooms/<room>, to the
  *   lattice namespace `rooms` (the room's last_message_counter, and the
@@ -71,11 +72,15 @@ function startChatBackend({
 
   const routes = {
     '/gateway/authorize_connection': async (meta, args, kwargs) => {
-      const user = new URLSearchParams(kwargs.url_querystring || '').get('user');
+      const query = new URLSearchParams(kwargs.url_querystring || '');
+      const user = query.get('user');
       if (!user || !NAME.test(user)) return [401, { error: 'add ?user=<name> to the URL' }];
       // SPEC §3: the connection's id comes in the request's first element; /v1 commands name the connection by it.
       log(`connection authorized: user ${user}, connection_id ${meta.connection_id}`);
-      return [200, { user_id: user, username: user }, lifetime];
+      // SPEC §15.1: the page's room (?room=) is subscribed by the answer itself, one round trip less than a /v1 PUT.
+      const room = query.get('room');
+      const subscribe = isRoom(room) ? { 'Gateway-Subscribe': `rooms/${room}` } : {};
+      return [200, { user_id: user, username: user }, { ...lifetime, ...subscribe }];
     },
     // SPEC §14: asked before the lifetime ends, with the connection's identity header (no cookie, no query).
     // 200 with the same user renews it (a changed object becomes the identity); 401/403/404/410 end the session.

@@ -37,7 +37,9 @@ document.addEventListener('visibilitychange', () => {
 async function join(user: string, room: string): Promise<void> {
   session?.leave();
   const port = document.querySelector('meta[name="gateway-port"]')?.getAttribute('content') ?? '8080';
-  const client = createClient(`ws://${location.hostname}:${port}/?user=${encodeURIComponent(user)}`);
+  const client = createClient(
+    `ws://${location.hostname}:${port}/?user=${encodeURIComponent(user)}&room=${encodeURIComponent(room)}`,
+  );
   const rooms = client.lattice('rooms');
   const users = client.users();
   const enter = async (): Promise<void> =>

@@ -4,7 +4,7 @@ import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { clampActiveMs } from './activity';
 import { ActivityNotices, StatusListener } from './activity-notices';
-import { UserActivity } from './user-activity';
+import { PresenceStatus, UserActivity } from './user-activity';
 
 export type { PresenceStatus } from './user-activity';
 export type { StatusListener };
@@ -36,6 +36,11 @@ export class ActivityService implements OnModuleDestroy {
   authorized(connection: Connection): Promise<void> | void {
     const windowMs = this.config.activity.newConnectionIdleTimeoutMs;
     return this.activity.authorized(connection.identity!, connection.handler.name, windowMs);
+  }
+
+  /** One node: the user's status here (SPEC §15.2); null when it has none, and in cluster mode (Redis keeps it). */
+  statusOf(userId: string): PresenceStatus | null {
+    return this.activity.statusOf(userId);
   }
 
   /** SPEC §8: a valid call carried `active: N` seconds. */

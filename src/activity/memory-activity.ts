@@ -49,6 +49,10 @@ export class MemoryActivity extends UserActivity {
     this.extend(user, windowMs);
   }
 
+  statusOf(userId: string): 'active' | 'inactive' | null {
+    return this.users.get(userId)?.status ?? null;
+  }
+
   touch(userId: string, windowMs: number): void {
     const user = this.users.get(userId);
     if (user !== undefined) this.extend(user, windowMs);

@@ -173,6 +173,11 @@ export class RedisActivity extends UserActivity {
     return this.connected(identity.userId, windowMs, identity.authorization, handlerName);
   }
 
+  /** Statuses live in Redis (read there, cluster-wide). */
+  statusOf(): null {
+    return null;
+  }
+
   /** A connection here closed, or was taken over by another node, which counts it now (SPEC §12.5). */
   connectionGone(connection: Connection): void {
     const userId = connection.userId;

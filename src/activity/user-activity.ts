@@ -23,6 +23,9 @@ export abstract class UserActivity {
   /** A connection was authorized: the user is active for `windowMs` at least. Resolves once counted. */
   abstract authorized(identity: Identity, handlerName: string, windowMs: number): Promise<void> | void;
 
+  /** The user's status as this node keeps it (one node); null when it has none here or the cluster keeps it (Redis). */
+  abstract statusOf(userId: string): PresenceStatus | null;
+
   /** A valid call carried `active`: the deadline moves to at least now + `windowMs`. */
   abstract touch(userId: string, windowMs: number): void;
 

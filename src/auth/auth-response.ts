@@ -2,6 +2,7 @@ import { isPlainObject } from '../protocol/frame-codec';
 import { MAX_FRAME_DEPTH, isNestedDeeperThan } from '../protocol/json-depth';
 import { isValidUserId } from '../protocol/identifiers';
 import { Identity } from '../protocol/identity';
+import { parseSubscribeHeader } from './subscribe-header';
 import { UpstreamResponse, errorBodyJson, isJsonContentType, tryParseJson } from '../upstream/upstream-response';
 import { contentTypeProblem, userIdProblem } from './auth-failure-reason';
 
@@ -19,7 +20,10 @@ export interface AuthFailure {
   readonly reason: string;
 }
 
-export type AuthOutcome = { readonly ok: true; readonly identity: Identity } | ({ readonly ok: false } & AuthFailure);
+/** `subscribe`: SPEC §15.1, the topics of the answer's `Gateway-Subscribe` header, when it names any. */
+export type AuthOutcome =
+  | { readonly ok: true; readonly identity: Identity; readonly subscribe?: readonly string[] }
+  | ({ readonly ok: false } & AuthFailure);
 
 /** SPEC §3 table: map the upstream's answer to an identity or a failure. Never throws. */
 export function authOutcome(response: UpstreamResponse): AuthOutcome {
@@ -49,7 +53,10 @@ export function authOutcome(response: UpstreamResponse): AuthOutcome {
   const json = JSON.stringify(parsed.value);
   if (Buffer.byteLength(json) > MAX_AUTH_JSON_BYTES)
     return fail(500, 'null', `response over ${MAX_AUTH_JSON_BYTES} bytes`);
-  return { ok: true, identity: identityOf(parsed.value.user_id, json) };
+  const subscribe = parseSubscribeHeader(response.headers?.['gateway-subscribe'] as string | undefined);
+  if (!subscribe.ok) return fail(500, 'null', subscribe.reason);
+  const identity = identityOf(parsed.value.user_id, json);
+  return subscribe.topics.length === 0 ? { ok: true, identity } : { ok: true, identity, subscribe: subscribe.topics };
 }
 
 /** Build the identity from the user id and the compact JSON of the whole response. */

@@ -11,6 +11,8 @@ export const ROUTES = {
   userUsers: 'user/*uid/users',
   connection: 'connection/:cid',
   userConnections: 'user/*uid/connections',
+  topic: 'topic/*topic',
+  info: 'info',
   batch: 'batch',
 } as const;
 

@@ -15,12 +15,22 @@ import { DisconnectController } from './disconnect.controller';
 import { DisconnectService } from './disconnect.service';
 import { LatticesController } from './lattices.controller';
 import { PublishController } from './publish.controller';
+import { QueriesModule } from '../queries/queries.module';
+import { QueriesController } from './queries.controller';
 import { SubscriptionsController } from './subscriptions.controller';
 import { UsersController } from './users.controller';
 
 /** The backend API `/v1` on the internal listener (seed §4.2–4.3, SPEC §5). */
 @Module({
-  imports: [ConnectionsModule, ClusterModule, PubSubModule, LatticeModule, UsersLatticeModule, ResumeModule],
+  imports: [
+    ConnectionsModule,
+    ClusterModule,
+    PubSubModule,
+    LatticeModule,
+    UsersLatticeModule,
+    ResumeModule,
+    QueriesModule,
+  ],
   controllers: [
     SubscriptionsController,
     PublishController,
@@ -28,6 +38,7 @@ import { UsersController } from './users.controller';
     UsersController,
     DisconnectController,
     BatchController,
+    QueriesController,
   ],
   providers: [
     { provide: APP_FILTER, useClass: BackendApiFilter },

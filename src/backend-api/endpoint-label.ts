@@ -19,18 +19,27 @@ export function endpointLabel(method: string, url: string): string {
   const kind = segmentAt(path, 4);
   if (kind === 'publish') return 'publish';
   if (kind === 'lattice') return 'lattice_update';
-  if (kind === 'user') return method === 'DELETE' && path.endsWith('/connections') ? 'user_disconnect' : 'user_users';
+  if (kind === 'user') return userLabel(method, path);
+  // SPEC §15.2 queries.
+  if (kind === 'topic') return method === 'GET' ? 'topic_query' : 'unknown';
+  if (kind === 'info' && path.length === 8) return method === 'GET' ? 'info_query' : 'unknown';
   if (kind === 'batch' && path.length === 9) return 'batch';
   if (kind !== 'connection') return 'unknown';
   const cidEnd = path.indexOf('/', 15);
   // SPEC §12.6: DELETE /v1/connection/<cid> ends the connection.
-  if (cidEnd < 0) return method === 'DELETE' ? 'connection_disconnect' : 'unknown';
+  if (cidEnd < 0)
+    return method === 'DELETE' ? 'connection_disconnect' : method === 'GET' ? 'connection_query' : 'unknown';
   const sub = segmentAt(path, cidEnd + 1);
   const action = method === 'DELETE' ? 'unsubscribe' : 'subscribe';
   if (sub === 'subscriptions') return `topic_${action}`;
   if (sub === 'lattices') return `lattice_${action}`;
   if (sub === 'users') return `users_${action}`;
   return 'unknown';
+}
+
+function userLabel(method: string, path: string): string {
+  if (!path.endsWith('/connections')) return 'user_users';
+  return method === 'DELETE' ? 'user_disconnect' : method === 'GET' ? 'user_connections_query' : 'user_users';
 }
 
 /** The path segment starting at `from`, up to the next `/` or the end. */

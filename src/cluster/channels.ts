@@ -38,6 +38,16 @@ export class ClusterNames {
     return `${this.prefix}all`;
   }
 
+  /** Every node listens here: the backend's GET queries (SPEC §15.2), beside the node channels. */
+  get queries(): string {
+    return `${this.prefix}q:all`;
+  }
+
+  /** Where the answers to a node's queries come back. */
+  queryAnswers(nodeId: string): string {
+    return `${this.prefix}q:n:${nodeId}`;
+  }
+
   /** Liveness key of a node (`SET … PX`, refreshed while it lives). */
   alive(nodeId: string): string {
     return `${this.prefix}alive:${nodeId}`;

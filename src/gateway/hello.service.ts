@@ -7,6 +7,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { REASON_BACKEND_ERROR, backendErrorCloseCode } from '../protocol/close-codes';
 import { encodeFatalError } from '../protocol/frames';
 import { ActivityService } from '../activity/activity.service';
+import { PubSubService } from '../pubsub/pubsub.service';
 import { hasDuplicateCredentialHeaders, queryStringOf } from './handshake';
 import { HelloSequenceService } from './hello-sequence.service';
 import { SessionResumeService } from './session-resume.service';
@@ -28,6 +29,7 @@ export class HelloService {
     private readonly helloSequence: HelloSequenceService,
     private readonly resumer: SessionResumeService,
     private readonly lifetimes: AuthLifetimeService,
+    private readonly pubsub: PubSubService,
     metrics: GatewayMetrics,
   ) {
     this.fatalSent = metrics.framesSent.labels('fatal_error');
@@ -70,8 +72,10 @@ export class HelloService {
     const counted = this.activity.authorized(connection);
     // Cluster mode: a resumable session's record is written meanwhile (SPEC §12.5), in the same round trip time.
     const recorded = this.resumer.started(connection);
-    if (counted !== undefined || recorded !== undefined) {
-      await Promise.all([counted, recorded]);
+    // SPEC §15.1: applied as a /v1 subscribe before hello (cluster mode: once this node listens on Redis).
+    const subscribed = outcome.subscribe?.map((topic) => this.pubsub.subscribe(connection.id, topic));
+    if (counted !== undefined || recorded !== undefined || subscribed !== undefined) {
+      await Promise.all([counted, recorded, ...(subscribed ?? [])]);
       if (connection.state !== 'pending') return; // left meanwhile: its removal already undid the count
     }
     connection.state = 'ready';

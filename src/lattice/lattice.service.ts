@@ -75,6 +75,11 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     for (const namespace of this.local.namespacesOf(connection)) this.local.sendSnapshot(connection, namespace);
   }
 
+  /** SPEC §15.2 `/v1/info`: namespaces held on this node (a kept count). */
+  get namespaceCount(): number {
+    return this.local.namespaceCount;
+  }
+
   /** SPEC §12.5: the namespaces a resumable session is attached to, as its session record keeps them. */
   namespacesOf(connection: Connection): string[] {
     return this.local.namespacesOf(connection);

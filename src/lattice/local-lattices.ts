@@ -31,6 +31,11 @@ export class LocalLattices {
     this.framesSent = metrics.framesSent.labels('lattice');
   }
 
+  /** Namespaces this node keeps (a kept count). */
+  get namespaceCount(): number {
+    return this.store.namespaceCount;
+  }
+
   /** Whether any connection here is attached to `namespace`. */
   hasAttached(namespace: string): boolean {
     return this.attached.has(namespace);

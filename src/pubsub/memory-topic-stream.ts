@@ -5,7 +5,7 @@ import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames
 import { pathToWire } from '../protocol/identifiers';
 import { encodeMessageFrame } from './message-frame';
 import { replayStart } from './replay-start';
-import { HistoryLimits, HistoryPosition, TopicHistory } from './topic-history';
+import { HistoryLimits, HistoryPosition, KeptHistory, TopicHistory } from './topic-history';
 import { TopicSubscribers } from './topic-subscribers';
 import { ClientPositions, ReplayPlan, TopicStream } from './topic-stream';
 
@@ -82,6 +82,10 @@ export class MemoryTopicStream extends TopicStream {
 
   currentPosition(): Promise<readonly [number, string | null]> {
     return NO_POSITION;
+  }
+
+  historyOf(topic: string): KeptHistory {
+    return this.history.kept(topic);
   }
 
   left(): void {}

@@ -52,6 +52,10 @@ export class PlainTopicStream extends TopicStream {
     return NO_POSITION;
   }
 
+  historyOf(): null {
+    return null;
+  }
+
   left(): void {}
 
   stop(): void {}

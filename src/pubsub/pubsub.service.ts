@@ -3,7 +3,7 @@ import { Broker } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { HistoryPosition } from './topic-history';
+import { HistoryPosition, KeptHistory } from './topic-history';
 import { TopicSubscribers } from './topic-subscribers';
 import { ClientPositions, ReplayPlan, TopicStream } from './topic-stream';
 
@@ -80,6 +80,26 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     return this.stream.currentPosition(topic);
   }
 
+  /** SPEC §15.2: the subscribers of a topic on this node (pending and detached ones included). */
+  subscribersOf(topic: string): ReadonlySet<Connection> | undefined {
+    return this.index.subscribersOf(topic);
+  }
+
+  /** SPEC §15.2: the topics of a connection (path form). */
+  topicsOf(connection: Connection): ReadonlySet<string> {
+    return this.index.topicsOf(connection) ?? NO_TOPICS;
+  }
+
+  /** SPEC §15.2 `/v1/info`: topics with subscribers on this node (a kept count). */
+  get topicCount(): number {
+    return this.index.topicCount;
+  }
+
+  /** SPEC §15.2: where a topic's history stands and how many messages it keeps; null when there is none (RESUME_WINDOW=0). */
+  historyOf(topic: string): Promise<KeptHistory> | KeptHistory | null {
+    return this.stream.historyOf(topic);
+  }
+
   /**
    * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
    * position at which it subscribed to each, as its session record keeps them.
@@ -140,3 +160,5 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.stream.left(topic);
   }
 }
+
+const NO_TOPICS: ReadonlySet<string> = new Set();

@@ -5,7 +5,7 @@ import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames
 import { pathToWire } from '../protocol/identifiers';
 import { encodeMessageFrame } from './message-frame';
 import { replayStart } from './replay-start';
-import { HistoryPosition } from './topic-history';
+import { HistoryPosition, KeptHistory } from './topic-history';
 import { LoggedMessage, STALE, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
 import { GapFill, OrderStep, TopicOrder } from './topic-order';
 import { TopicSubscribers } from './topic-subscribers';
@@ -115,6 +115,10 @@ export class RedisTopicStream extends TopicStream {
   async currentPosition(topic: string): Promise<readonly [number, string | null]> {
     const at = await this.log.position(topic);
     return [at.offset, at.epoch];
+  }
+
+  historyOf(topic: string): Promise<KeptHistory> {
+    return this.log.kept(topic);
   }
 
   left(topic: string): void {

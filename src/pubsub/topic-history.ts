@@ -18,6 +18,15 @@ export interface HistoryLimits {
   readonly memoryMaxBytes: number;
 }
 
+/** SPEC §15.2: a topic's position and the number of messages its history keeps. */
+export interface KeptHistory {
+  readonly epoch: string | null;
+  readonly offset: number;
+  readonly kept: number;
+}
+
+const NOTHING_KEPT: KeptHistory = Object.freeze({ epoch: null, offset: 0, kept: 0 });
+
 /** One topic's history instance: its epoch, last offset and the frames still held (oldest first). */
 interface TopicLog {
   readonly epoch: string;
@@ -106,6 +115,12 @@ export class TopicHistory {
     this.heldBytes += frame.length;
     while (log.frames.length > this.limits.size || log.payloadBytes > this.limits.topicMaxBytes) this.dropOldest(log);
     if (this.heldBytes > this.limits.memoryMaxBytes) this.trimMemory();
+  }
+
+  /** SPEC §15.2: where `topic` stands and how many of its messages are kept. */
+  kept(topic: string): KeptHistory {
+    const log = this.logs.get(topic);
+    return log === undefined ? NOTHING_KEPT : { epoch: log.epoch, offset: log.lastOffset, kept: log.frames.length };
   }
 
   /** Where `topic` stands now; offset 0 and no epoch when it has no history. */

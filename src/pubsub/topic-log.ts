@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
-import type { HistoryPosition } from './topic-history';
+import type { HistoryPosition, KeptHistory } from './topic-history';
 
 /** A publish as the history numbers it (SPEC §12.4): its position and the published JSON bytes. */
 export interface LoggedMessage {
@@ -211,6 +211,15 @@ export class TopicLog {
   async position(topic: string): Promise<HistoryPosition> {
     const seen = await this.positionSeen(topic);
     return seen === null || seen.isStale ? { offset: 0, epoch: null } : { offset: seen.offset, epoch: seen.epoch };
+  }
+
+  /** SPEC §15.2: where the topic stands and how many messages its stream keeps (none for a stale history). */
+  async kept(topic: string): Promise<KeptHistory> {
+    const [at, length] = await Promise.all([
+      this.position(topic),
+      this.link.command.xlen(this.names.topicHistory(topic)),
+    ]);
+    return { epoch: at.epoch, offset: at.offset, kept: at.epoch === null ? 0 : length };
   }
 
   private keys(topic: string): string[] {

@@ -1,5 +1,5 @@
 import { Connection, ReplayedPosition } from '../connections/connection';
-import { HistoryPosition } from './topic-history';
+import { HistoryPosition, KeptHistory } from './topic-history';
 
 /** SPEC §12.3: what a resumed session gets: the topics it lost, then the frames it missed. */
 export interface ReplayPlan {
@@ -49,6 +49,9 @@ export abstract class TopicStream {
 
   /** Where a topic stands now, read where the history lives ([0, null] when none is shared). */
   abstract currentPosition(topic: string): Promise<readonly [number, string | null]>;
+
+  /** SPEC §15.2: where a topic's history stands and how many messages it keeps; null without history. */
+  abstract historyOf(topic: string): Promise<KeptHistory> | KeptHistory | null;
 
   /** This node no longer has subscribers of the topic. */
   abstract left(topic: string): void;

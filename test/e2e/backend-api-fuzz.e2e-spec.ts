@@ -385,8 +385,16 @@ function violation(res: RawHttpResponse): string | null {
   switch (res.status) {
     case 204:
     case 403:
-    case 404:
       return res.body.length === 0 ? null : `${res.status} with a body: ${body.slice(0, 300)}`;
+    case 404:
+      // SPEC §15.2: GET /v1/connection/{conn_id} of a well-formed unknown id.
+      if (body === '{"error":"unknown_connection"}') return null;
+      return res.body.length === 0 ? null : `${res.status} with a body: ${body.slice(0, 300)}`;
+    case 200:
+      // SPEC §15.2: a GET query's JSON answer (HEAD: its headers only).
+      return /^application\/json/.test(res.headers['content-type'] ?? '')
+        ? null
+        : `200 with Content-Type ${String(res.headers['content-type'])}: ${body.slice(0, 300)}`;
     case 413:
       if (res.headers.connection !== 'close')
         return `413 without Connection: close (${String(res.headers.connection)})`;

@@ -128,10 +128,28 @@ describe('GET /openapi.json (SPEC §5)', () => {
         .replace(/^\/v1\/lattice\/.*$/, '/v1/lattice/{namespace}')
         .replace(/^\/v1\/user\/.*\/(users|connections)$/, '/v1/user/{uid}/$1');
     const expected = [...ENDPOINTS.map((e) => `${e.method} ${toTemplate(e.path('c1'))}`), 'POST /v1/batch'];
-    expect(operations.sort()).toEqual(expected.sort());
+    // SPEC §15.2: the GET queries, each with its answer and an example.
+    const queries = [
+      'GET /v1/connection/{cid}',
+      'GET /v1/user/{uid}/connections',
+      'GET /v1/topic/{topic}',
+      'GET /v1/info',
+    ];
+    expect(operations.sort()).toEqual([...expected, ...queries].sort());
     for (const [path, methods] of Object.entries(paths)) {
       for (const [method, op] of Object.entries(methods)) {
         const statuses = Object.keys(op.responses);
+        if (method === 'get') {
+          const answer = op.responses['200'] as {
+            content: { 'application/json': { schema: object; example: object } };
+          };
+          expect([path, statuses.includes('401'), typeof answer.content['application/json'].example]).toEqual([
+            path,
+            true,
+            'object',
+          ]);
+          continue;
+        }
         expect({
           op: `${method} ${path}`,
           has:

@@ -128,8 +128,11 @@ export const UNSUPPORTED_METHOD_ROUTES: ReadonlyArray<[string, PathOf, Method[]]
   ['/v1/lattice/ns', () => '/v1/lattice/ns', ['GET', 'HEAD', 'PUT', 'DELETE', 'PATCH']],
   ['/v1/connection/<cid>/users', (c) => `/v1/connection/${c}/users`, ['GET', 'HEAD', 'POST', 'PATCH']],
   ['/v1/user/u1/users', () => '/v1/user/u1/users', ['GET', 'HEAD', 'POST', 'DELETE', 'PATCH']],
-  ['/v1/connection/<cid>', (c) => `/v1/connection/${c}`, ['GET', 'HEAD', 'POST', 'PUT', 'PATCH']],
-  ['/v1/user/u1/connections', () => '/v1/user/u1/connections', ['GET', 'HEAD', 'POST', 'PUT', 'PATCH']],
+  // GET (and HEAD, as HTTP has it) are the SPEC §15.2 queries on these two.
+  ['/v1/connection/<cid>', (c) => `/v1/connection/${c}`, ['POST', 'PUT', 'PATCH']],
+  ['/v1/user/u1/connections', () => '/v1/user/u1/connections', ['POST', 'PUT', 'PATCH']],
+  ['/v1/topic/t', () => '/v1/topic/t', ['POST', 'PUT', 'DELETE', 'PATCH']],
+  ['/v1/info', () => '/v1/info', ['POST', 'PUT', 'DELETE', 'PATCH']],
 ];
 
 export const RESERVED_NAMESPACE_ROWS: ReadonlyArray<[number, Method, PathOf, unknown]> = [

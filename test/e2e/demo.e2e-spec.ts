@@ -155,6 +155,14 @@ describe('demo chat backend', () => {
     await join(carol, 1, 'carol', { alice: 'active', carol: 'active' }, [message(1, 'alice', 'first')]);
   });
 
+  it('subscribes a connection to the room of its ?room= in the authorization answer (SPEC §15.1), before any chat.join', async () => {
+    const { client: dan } = await t.hello({ query: 'user=dan&room=lobby' });
+    const { client: alice } = await t.hello({ query: 'user=alice' });
+    await join(alice, 1, 'alice', { alice: 'active' });
+    await alice.call('chat.send', { request_id: 2 }, ['lobby', 'hello dan'], {});
+    expect(await dan.next()).toEqual(['message', { topic: 'rooms.lobby' }, message(1, 'alice', 'hello dan')]);
+  });
+
   it("prints each connection's id as it authorizes it: the $CID a /v1 command names the connection by (README)", async () => {
     const { client } = await t.hello({ query: 'user=carol' });
     const line = backendLines.find((entry) => entry.startsWith('connection authorized: user carol, connection_id '));

@@ -14,7 +14,7 @@ export interface RecordedRequest {
 
 /** How to answer: a reply, or a misbehaviour. */
 export type Reply =
-  | { status?: number; headers?: Record<string, string>; json?: unknown; text?: string; delayMs?: number }
+  | { status?: number; headers?: Record<string, string | string[]>; json?: unknown; text?: string; delayMs?: number }
   | 'hang'
   | 'destroy';
 
