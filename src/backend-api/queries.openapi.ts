@@ -17,7 +17,14 @@ const CURSOR = { type: ['string', 'null'], description: 'pass as `cursor` for th
 const STATE = { enum: ['attached', 'detached', 'connecting'] };
 const NODE_ENTRY = {
   type: 'object',
-  properties: { connection_id: { type: 'string' }, node: { type: 'string' }, state: STATE },
+  properties: {
+    connection_id: { type: 'string' },
+    node: {
+      type: ['string', 'null'],
+      description: 'null: held by no node (its node drained or died), until resumed',
+    },
+    state: STATE,
+  },
   required: ['connection_id', 'node', 'state'],
 };
 
@@ -28,7 +35,10 @@ export const QUERY_ANSWERS: Record<'connection' | 'user' | 'topic' | 'info', { s
       properties: {
         connection_id: { type: 'string' },
         user_id: { type: ['string', 'null'], description: 'null while connecting' },
-        node: { type: 'string' },
+        node: {
+          type: ['string', 'null'],
+          description: 'null: held by no node (its node drained or died), until resumed',
+        },
         state: STATE,
         topics: { type: 'array', items: { type: 'string' }, description: 'path form (`a/b`)' },
         lattices: { type: 'array', items: { type: 'string' }, description: 'namespaces, path form' },

@@ -5,6 +5,7 @@ import { ConnectionsModule } from '../connections/connections.module';
 import { LatticeModule } from '../lattice/lattice.module';
 import { PubSubModule } from '../pubsub/pubsub.module';
 import { ActivityModule } from '../activity/activity.module';
+import { ResumeModule } from '../resume/resume.module';
 import { UsersLatticeModule } from '../users-lattice/users-lattice.module';
 import { LocalNodeQueries, NodeQueries } from './node-queries';
 import { QueriesService } from './queries.service';
@@ -12,7 +13,15 @@ import { RedisNodeQueries } from './redis-node-queries';
 
 /** SPEC §15.2: the GET queries' answers, cluster-wide; in memory on one node, on Redis in a cluster (said once, here). */
 @Module({
-  imports: [ClusterModule, ConnectionsModule, PubSubModule, LatticeModule, UsersLatticeModule, ActivityModule],
+  imports: [
+    ClusterModule,
+    ConnectionsModule,
+    PubSubModule,
+    LatticeModule,
+    UsersLatticeModule,
+    ActivityModule,
+    ResumeModule,
+  ],
   providers: [{ provide: NodeQueries, inject: [ClusterContext], useFactory: openNodeQueries }, QueriesService],
   exports: [QueriesService],
 })

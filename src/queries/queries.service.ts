@@ -17,12 +17,14 @@ import {
   usersOverNodes,
 } from './node-answers';
 import { ClusterAnswers, NodeQueries } from './node-queries';
-import { NodeSlice, PageStart, mergePage } from './query-page';
+import { NodeSlice, PageStart, mergePage, sliceOf, sliceStart } from './query-page';
+import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 
 export interface ConnectionAnswer {
   readonly connection_id: string;
   readonly user_id: string | null;
-  readonly node: string;
+  /** null: a session held by no node (its node drained or died, not resumed yet). */
+  readonly node: string | null;
   readonly state: QueryState;
   readonly topics: string[];
   readonly lattices: string[];
@@ -31,7 +33,7 @@ export interface ConnectionAnswer {
 
 interface ConnectionEntry {
   readonly connection_id: string;
-  readonly node: string;
+  readonly node: string | null;
   readonly state: QueryState;
 }
 
@@ -83,6 +85,7 @@ export class QueriesService implements OnModuleInit {
     private readonly presence: PresenceService,
     private readonly activity: ActivityService,
     private readonly config: GatewayConfig,
+    private readonly resumables: ResumableSessionsService,
   ) {}
 
   onModuleInit(): void {
@@ -95,23 +98,26 @@ export class QueriesService implements OnModuleInit {
   /** `found` null: no node that answered holds it (404 unknown_connection, with the silent nodes). */
   async connection(cid: string): Promise<{ found: WithUnreachable<ConnectionAnswer> | null; unreachable: string[] }> {
     const { answers, unreachable } = await this.queries.askEveryNode<ConnectionAnswer | null>('connection', cid);
-    const found = answers.find(([, answer]) => answer !== null)?.[1] ?? null;
+    const found = answers.find(([, answer]) => answer !== null)?.[1] ?? (await this.orphanedConnection(cid));
     return { found: found === null ? null : withUnreachable(found, unreachable), unreachable: [...unreachable] };
   }
 
   async userConnections(uid: string, page: PageRequest) {
-    const [asked, clusterStatus] = await Promise.all([
+    const [asked, clusterStatus, orphans] = await Promise.all([
       this.queries.askEveryNode<UserPart>('user', { uid, ...page }),
       this.queries.clusterStatusOf(uid),
+      this.resumables.orphanedSessionsOf(uid),
     ]);
     const statuses = asked.answers.map(([, part]) => part.status);
     const status =
       clusterStatus ??
       (statuses.includes('active') ? 'active' : statuses.includes('inactive') ? 'inactive' : 'offline');
-    const { items, cursor } = mergePage(
-      asked.answers.map(([node, part]) => [node, part.slice] as const),
-      page.limit,
-    );
+    const slices = asked.answers.map(([node, part]) => [node, part.slice] as const);
+    // Sessions held by no node are one more slice, under a name no node id can take.
+    const orphanEntries = orphans.map((id): ConnectionEntry => ({ connection_id: id, node: null, state: 'detached' }));
+    const start = sliceStart(ORPHANS, orphanEntries.length, page.from);
+    const orphanSlice = sliceOf(orphanEntries, orphanEntries.length, start, page.limit);
+    const { items, cursor } = mergePage([...slices, [ORPHANS, orphanSlice] as const], page.limit);
     return withUnreachable({ user_id: uid, status, connections: items, cursor }, asked.unreachable);
   }
 
@@ -138,6 +144,21 @@ export class QueriesService implements OnModuleInit {
     const { answers, unreachable } = await this.queries.askEveryNode<NodeInfo>('info', null);
     const nodes = answers.map(([, info]) => info).sort((a, b) => (a.node_id < b.node_id ? -1 : 1));
     return withUnreachable({ nodes }, unreachable);
+  }
+
+  /** A session held by no node, from its record (cluster mode). */
+  private async orphanedConnection(cid: string): Promise<ConnectionAnswer | null> {
+    const orphan = await this.resumables.orphanedSession(cid);
+    if (orphan === null) return null;
+    return {
+      connection_id: cid,
+      user_id: orphan.userId,
+      node: null,
+      state: 'detached',
+      topics: orphan.topics,
+      lattices: orphan.namespaces,
+      watches_users: orphan.isWatching,
+    };
   }
 
   private connectionHere(cid: string): ConnectionAnswer | null {
@@ -190,6 +211,8 @@ export class QueriesService implements OnModuleInit {
 }
 
 const NO_CONNECTIONS: ReadonlySet<Connection> = new Set();
+/** The page slice of sessions held by no node: ':' cannot be in a node id, so no node takes this name. */
+const ORPHANS = ':orphans';
 
 function withUnreachable<T extends object>(answer: T, unreachable: readonly string[]): WithUnreachable<T> {
   return unreachable.length === 0 ? answer : { ...answer, unreachable: [...unreachable] };

@@ -16,7 +16,14 @@ import {
 import { isDetachedByClose } from './detach-rule';
 import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
-import { HeldSession, SessionRecord, SessionRecords, SessionStart, SessionSubscriptions } from './session-records';
+import {
+  HeldSession,
+  OrphanedSession,
+  SessionRecord,
+  SessionRecords,
+  SessionStart,
+  SessionSubscriptions,
+} from './session-records';
 import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
 import { ResumeRate } from './resume-rate';
 import { UserSessions } from './user-sessions';
@@ -269,6 +276,16 @@ export class ResumableSessionsService implements OnModuleDestroy {
     if (connection === undefined || !connection.isResumable) return;
     connection.close(CLOSE_DISCONNECTED, REASON_DISCONNECTED);
     this.registry.remove(connection);
+  }
+
+  /** SPEC §15.2, cluster mode: a session held by no node, as its record has it; null otherwise (and on one node). */
+  orphanedSession(connectionId: string): Promise<OrphanedSession | null> {
+    return this.records === null ? Promise.resolve(null) : this.records.orphaned(connectionId);
+  }
+
+  /** SPEC §15.2, cluster mode: the ids of `userId`'s sessions held by no node; none on one node. */
+  orphanedSessionsOf(userId: string): Promise<string[]> {
+    return this.userSessions === null ? Promise.resolve([]) : this.userSessions.orphanedOf(userId);
   }
 
   /** RESUME_WINDOW in whole seconds, as the hello's `window` gives it. */

@@ -107,6 +107,15 @@ interface Written {
   namespaces: Set<string>;
 }
 
+/** A session held by no node, as its record has it (topics and namespaces in path form). */
+export interface OrphanedSession {
+  readonly connectionId: string;
+  readonly userId: string;
+  readonly topics: string[];
+  readonly namespaces: string[];
+  readonly isWatching: boolean;
+}
+
 /** A session this node holds, as the writer sees it. */
 export interface HeldSession {
   readonly connectionId: string;
@@ -261,6 +270,24 @@ export class SessionRecords {
         namespaces,
         watch: watch === undefined ? null : (JSON.parse(watch) as string[]),
       },
+    };
+  }
+
+  /**
+   * SPEC §15.2: a session held by no node (its node drained or died, not
+   * resumed yet) as a query shows it; null when a node holds it or there is
+   * no such session.
+   */
+  async orphaned(connectionId: string): Promise<OrphanedSession | null> {
+    const record = await this.link.timed('hgetall', this.link.command.hgetall(this.names.session(connectionId)));
+    if (record.n !== '' || record.u === undefined) return null;
+    const fields = Object.keys(record);
+    return {
+      connectionId,
+      userId: record.u,
+      topics: fields.filter((field) => field.startsWith('t:')).map((field) => field.slice(2)),
+      namespaces: fields.filter((field) => field.startsWith('l:')).map((field) => field.slice(2)),
+      isWatching: record.wu !== undefined,
     };
   }
 

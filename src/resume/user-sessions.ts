@@ -74,6 +74,18 @@ export class UserSessions {
     return held;
   }
 
+  /** SPEC §15.2: the connection ids of the sessions of `userId` that no node holds (their node drained or died). */
+  async orphanedOf(userId: string): Promise<string[]> {
+    const ids = await this.link.timed('smembers', this.link.command.smembers(this.names.userSessions(userId)));
+    if (ids.length === 0) return [];
+    const holders =
+      (await this.link.timed(
+        'hget',
+        this.link.command.pipeline(ids.map((id) => ['hget', this.names.session(id), 'n'])).exec(),
+      )) ?? [];
+    return ids.filter((_, i) => holders[i]?.[1] === '');
+  }
+
   /** Endpoint 8 for the sessions of `userId` that no node holds and that watch users (the nodes do the held ones). */
   async watchForOrphans(userId: string, userIds: readonly string[]): Promise<void> {
     await this.overSessionsOf(userId, this.watchOrphansScript, [], [JSON.stringify(userIds)]);

@@ -4,6 +4,8 @@ import { TOPOLOGIES, TEST_REDIS_URL, TestCluster, startTestCluster } from './har
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { optInProtocols } from './harness/resume';
+import { connectionIdOf, expectPut } from './harness/v1';
+import { WsClient } from './harness/ws-client';
 import { deferred } from './harness/wait';
 
 /** Resumable sessions on (so sessions can be detached and topics have a history). */
@@ -312,5 +314,37 @@ describe('GET queries across a cluster (SPEC §15.2, two nodes)', () => {
       await redis.srem(names.nodes, 'nodeGhost');
       redis.disconnect();
     }
+  });
+});
+
+describe('GET queries see sessions held by no node (SPEC §15.2 "detached", §12.5)', () => {
+  let cluster: TestCluster;
+  beforeAll(async () => (cluster = await startTestCluster(2, ENV)));
+  afterAll(() => cluster.close());
+
+  it('a resumable session whose node drained answers "detached" with no node, and is listed under its user', async () => {
+    const [a, b] = cluster.nodes;
+    const { client } = await WsClient.hello(a.wsUrl, { query: 'user=q-orphan', protocols: optInProtocols() });
+    const cid = await connectionIdOf(cluster.upstream, 'user=q-orphan');
+    await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/orph/t`);
+    await expectPut(b.apiUrl, `/v1/connection/${cid}/lattices/orph/ns`, {});
+    await expectPut(b.apiUrl, `/v1/connection/${cid}/users`, ['ann']);
+    await a.close(); // drain: the session is detached and held by no node until resumed or its window ends
+    await client.closed(5000);
+    expect(await query(b.apiUrl, `/v1/connection/${cid}`)).toEqual({
+      connection_id: cid,
+      user_id: 'q-orphan',
+      node: null,
+      state: 'detached',
+      topics: ['orph/t'],
+      lattices: ['orph/ns'],
+      watches_users: true,
+    });
+    expect(await query(b.apiUrl, '/v1/user/q-orphan/connections')).toEqual({
+      user_id: 'q-orphan',
+      status: 'active',
+      connections: [{ connection_id: cid, node: null, state: 'detached' }],
+      cursor: null,
+    });
   });
 });
