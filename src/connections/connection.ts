@@ -1,4 +1,5 @@
 import type { WebSocket } from 'ws';
+import { TopicPosition } from '../protocol/topic-position';
 import type { Identity } from '../protocol/identity';
 import { Handler } from '../config/gateway-config';
 import { CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER } from '../protocol/close-codes';
@@ -18,18 +19,10 @@ export interface EarlyFrame {
 const TEXT = { binary: false } as const;
 
 /** A topic message frame with the position it carries (SPEC §12.4), encoded once per publish. */
-export interface PositionedFrame {
+export interface PositionedFrame extends TopicPosition<string> {
   readonly frame: Buffer;
   /** Path form (`a/b`). */
   readonly topic: string;
-  readonly offset: number;
-  readonly epoch: string;
-}
-
-/** How far a resumed session's replay went on a topic (SPEC §12.3). */
-export interface ReplayedPosition {
-  readonly offset: number;
-  readonly epoch: string;
 }
 
 /**
@@ -59,7 +52,7 @@ export class Connection {
    * at or below it in the same epoch was replayed (or was before the client's
    * position) and is not sent again. An entry goes with the first frame beyond it.
    */
-  private replayedUpTo: Map<string, ReplayedPosition> | null = null;
+  private replayedUpTo: Map<string, TopicPosition<string>> | null = null;
   /**
    * Cluster mode (SPEC §12.5): the session's generation in its record (each
    * takeover increments it), and whether another node took it over: this
@@ -154,7 +147,7 @@ export class Connection {
    * go beyond `upTo` (the rest were replayed), in arrival order; later live
    * frames are checked against `upTo` too, until one goes beyond it.
    */
-  endReplayHold(upTo: ReadonlyMap<string, ReplayedPosition>): PositionedFrame[] {
+  endReplayHold(upTo: ReadonlyMap<string, TopicPosition<string>>): PositionedFrame[] {
     const held = this.heldLive ?? [];
     this.heldLive = null;
     this.state = 'ready';

@@ -1,4 +1,5 @@
 import { isValidTopic } from '../protocol/identifiers';
+import { TopicPosition } from '../protocol/topic-position';
 
 /** The extra subprotocol that opts into a resumable session (SPEC §12.1); never echoed. */
 export const RESUME_SUBPROTOCOL = 'gateway-resume';
@@ -10,16 +11,10 @@ const MAX_TOKEN_LENGTH = 128;
 const MAX_EPOCH_LENGTH = 64;
 const BASE64URL = /^[A-Za-z0-9_-]+$/;
 
-/** A topic position `[offset, epoch]` (SPEC §12.4). */
-export interface TopicPosition {
-  readonly offset: number;
-  readonly epoch: string;
-}
-
 /** A well-formed resume offer; `positions` is keyed by topic in path form (`a/b`). */
 export interface ResumeOffer {
   readonly token: string;
-  readonly positions: ReadonlyMap<string, TopicPosition>;
+  readonly positions: ReadonlyMap<string, TopicPosition<string>>;
   /**
    * **[ext]** `"count_replayed": true` in P: the resumed hello also says how
    * many missed messages follow (`"replayed": N`), so the client library can
@@ -71,15 +66,15 @@ export function parseOffer(encoded: string): ResumeRequest {
   const { token, positions, count_replayed: countReplayed } = json;
   if (typeof token !== 'string' || token.length === 0 || token.length > MAX_TOKEN_LENGTH || !BASE64URL.test(token))
     return UNREADABLE;
-  const parsed = positions === undefined ? new Map<string, TopicPosition>() : parsePositions(positions);
+  const parsed = positions === undefined ? new Map<string, TopicPosition<string>>() : parsePositions(positions);
   return parsed === null
     ? UNREADABLE
     : { kind: 'resume', offer: { token, positions: parsed, countReplayed: countReplayed === true } };
 }
 
-function parsePositions(value: unknown): Map<string, TopicPosition> | null {
+function parsePositions(value: unknown): Map<string, TopicPosition<string>> | null {
   if (!isPlainObject(value)) return null;
-  const positions = new Map<string, TopicPosition>();
+  const positions = new Map<string, TopicPosition<string>>();
   for (const wireTopic of Object.keys(value)) {
     const topic = wireTopic.replaceAll('.', '/');
     const position = value[wireTopic];

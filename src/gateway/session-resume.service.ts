@@ -9,7 +9,7 @@ import { Identity } from '../protocol/identity';
 import { PubSubService } from '../pubsub/pubsub.service';
 import { ReplayPlan } from '../pubsub/topic-stream';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
-import { OrphanEdit, SessionRecord, SessionRecords } from '../resume/session-records';
+import { OrphanEdit, SessionRecord, SessionRecords, encodeRecordedPosition } from '../resume/session-records';
 import { LatticeBody } from '../lattice/lattice-body';
 import { ActivityService } from '../activity/activity.service';
 import { PresenceService } from '../users-lattice/presence.service';
@@ -72,7 +72,11 @@ export class SessionResumeService {
         // The subscription starts where the topic stands now: a replay gives what came after it only.
         // One already there keeps where it began.
         const topic = data as string;
-        edit = { op: 'add', field: 't:' + topic, value: JSON.stringify(await this.pubsub.currentPosition(topic)) };
+        edit = {
+          op: 'add',
+          field: 't:' + topic,
+          value: encodeRecordedPosition(await this.pubsub.currentPosition(topic)),
+        };
         break;
       }
       case 'topic_unsubscribe':
@@ -219,10 +223,9 @@ export class SessionResumeService {
     this.activity.adopted(connection, record.deadlineAt);
     this.sessions.adoptToken(connection, token);
     this.sessions.records!.adopted(record);
-    const positions = new Map([...record.topics].map(([topic, [offset, epoch]]) => [topic, { offset, epoch }]));
     try {
       await Promise.all([
-        this.pubsub.restoreSubscriptions(connection, positions),
+        this.pubsub.restoreSubscriptions(connection, record.topics),
         this.lattices.restoreSubscriptions(connection, record.namespaces),
         record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
       ]);

@@ -5,12 +5,13 @@ import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames
 import { pathToWire } from '../protocol/identifiers';
 import { encodeMessageFrame } from './message-frame';
 import { replayStart } from './replay-start';
-import { HistoryLimits, HistoryPosition, KeptHistory, TopicHistory } from './topic-history';
+import { HistoryLimits, KeptHistory, TopicHistory } from './topic-history';
+import { NO_POSITION, TopicPosition } from '../protocol/topic-position';
 import { TopicSubscribers } from './topic-subscribers';
 import { ClientPositions, ReplayPlan, TopicStream } from './topic-stream';
 
 const RESOLVED = Promise.resolve();
-const NO_POSITION = Promise.resolve([0, null] as const);
+const NOTHING_SHARED = Promise.resolve(NO_POSITION);
 
 /**
  * One node with resumable sessions on (SPEC §12.4): publishes to topics that
@@ -51,7 +52,7 @@ export class MemoryTopicStream extends TopicStream {
     this.subscribers.deliver(topic, message);
   }
 
-  positionNow(topic: string): HistoryPosition {
+  positionNow(topic: string): TopicPosition {
     return this.history.position(topic);
   }
 
@@ -80,8 +81,8 @@ export class MemoryTopicStream extends TopicStream {
     return Promise.resolve(plan);
   }
 
-  currentPosition(): Promise<readonly [number, string | null]> {
-    return NO_POSITION;
+  currentPosition(): Promise<TopicPosition> {
+    return NOTHING_SHARED;
   }
 
   historyOf(topic: string): KeptHistory {

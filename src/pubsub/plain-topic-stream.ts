@@ -2,12 +2,12 @@ import { Broker } from '../cluster/broker';
 import { messageFrameHead } from '../protocol/frames';
 import { pathToWire } from '../protocol/identifiers';
 import { encodeMessageFrame } from './message-frame';
-import { HistoryPosition } from './topic-history';
+import { NO_POSITION, TopicPosition } from '../protocol/topic-position';
 import { TopicSubscribers } from './topic-subscribers';
-import { NO_HISTORY, ReplayPlan, TopicStream } from './topic-stream';
+import { ReplayPlan, TopicStream } from './topic-stream';
 
 const RESOLVED = Promise.resolve();
-const NO_POSITION = Promise.resolve([0, null] as const);
+const NOTHING_SHARED = Promise.resolve(NO_POSITION);
 
 /**
  * RESUME_WINDOW=0 (one node or cluster): no history. A publish is encoded
@@ -36,8 +36,8 @@ export class PlainTopicStream extends TopicStream {
     this.subscribers.deliver(topic, message);
   }
 
-  positionNow(): HistoryPosition {
-    return NO_HISTORY;
+  positionNow(): TopicPosition {
+    return NO_POSITION;
   }
 
   joined(): Promise<void> {
@@ -48,8 +48,8 @@ export class PlainTopicStream extends TopicStream {
     return Promise.resolve({ lostTopics: [], frames: [], upTo: new Map() });
   }
 
-  currentPosition(): Promise<readonly [number, string | null]> {
-    return NO_POSITION;
+  currentPosition(): Promise<TopicPosition> {
+    return NOTHING_SHARED;
   }
 
   historyOf(): null {

@@ -3,7 +3,8 @@ import { Broker } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { HistoryPosition, KeptHistory } from './topic-history';
+import { KeptHistory } from './topic-history';
+import { TopicPosition } from '../protocol/topic-position';
 import { TopicSubscribers } from './topic-subscribers';
 import { ClientPositions, ReplayPlan, TopicStream } from './topic-stream';
 
@@ -76,7 +77,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * which a session subscribed through its record (held by no node) starts;
    * the history's start when Redis holds none for it (one node: no records).
    */
-  currentPosition(topic: string): Promise<readonly [number, string | null]> {
+  currentPosition(topic: string): Promise<TopicPosition> {
     return this.stream.currentPosition(topic);
   }
 
@@ -104,12 +105,10 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
    * position at which it subscribed to each, as its session record keeps them.
    */
-  topicPositionsOf(connection: Connection): Map<string, readonly [number, string | null]> {
-    const out = new Map<string, readonly [number, string | null]>();
-    for (const topic of this.index.topicsOf(connection) ?? []) {
-      const at = this.positions.subscribedAt(connection, topic);
-      out.set(topic, [at.offset, at.epoch]);
-    }
+  topicPositionsOf(connection: Connection): Map<string, TopicPosition> {
+    const out = new Map<string, TopicPosition>();
+    for (const topic of this.index.topicsOf(connection) ?? [])
+      out.set(topic, this.positions.subscribedAt(connection, topic));
     return out;
   }
 
@@ -118,7 +117,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * topic subscriptions back, with the positions at which it subscribed;
    * resolves once this node listens to every one of the topics.
    */
-  async restoreSubscriptions(connection: Connection, positions: ReadonlyMap<string, HistoryPosition>): Promise<void> {
+  async restoreSubscriptions(connection: Connection, positions: ReadonlyMap<string, TopicPosition>): Promise<void> {
     for (const [topic, at] of positions) {
       // At once: the fan-out loop counts resumable subscribers as the index holds them.
       if (this.index.add(topic, connection) && this.stream.isNumbered) this.positions.subscribed(connection, topic, at);

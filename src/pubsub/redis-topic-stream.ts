@@ -5,11 +5,12 @@ import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames
 import { pathToWire } from '../protocol/identifiers';
 import { encodeMessageFrame } from './message-frame';
 import { replayStart } from './replay-start';
-import { HistoryPosition, KeptHistory } from './topic-history';
+import { KeptHistory } from './topic-history';
+import { NO_POSITION, TopicPosition } from '../protocol/topic-position';
 import { LoggedMessage, STALE, TopicLog, TopicLogRead, decodeLoggedMessage } from './topic-log';
 import { GapFill, OrderStep, TopicOrder } from './topic-order';
 import { TopicSubscribers } from './topic-subscribers';
-import { ClientPositions, NO_HISTORY, ReplayPlan, TopicStream } from './topic-stream';
+import { ClientPositions, ReplayPlan, TopicStream } from './topic-stream';
 
 /** A topic's history could not be read for a replay (Redis down): the topic is lost. */
 const UNREADABLE = 'unreadable';
@@ -60,8 +61,8 @@ export class RedisTopicStream extends TopicStream {
   }
 
   /** Not known without asking Redis: read once the channel is joined ({@link joined}). */
-  positionNow(): HistoryPosition {
-    return NO_HISTORY;
+  positionNow(): TopicPosition {
+    return NO_POSITION;
   }
 
   /**
@@ -112,9 +113,8 @@ export class RedisTopicStream extends TopicStream {
     return plan;
   }
 
-  async currentPosition(topic: string): Promise<readonly [number, string | null]> {
-    const at = await this.log.position(topic);
-    return [at.offset, at.epoch];
+  currentPosition(topic: string): Promise<TopicPosition> {
+    return this.log.position(topic);
   }
 
   historyOf(topic: string): Promise<KeptHistory> {
@@ -200,7 +200,7 @@ export class RedisTopicStream extends TopicStream {
  * missing, when `from` names another epoch, or when it is ahead of the
  * history (Redis rolled back, SPEC §13.1: never "nothing missed").
  */
-function replayOf(read: TopicLogRead, from: HistoryPosition): LoggedMessage[] | null {
+function replayOf(read: TopicLogRead, from: TopicPosition): LoggedMessage[] | null {
   if (from.epoch !== null && from.epoch !== read.epoch) return null;
   const missed = read.offset - from.offset;
   if (missed < 0) return null;

@@ -1,4 +1,4 @@
-import type { HistoryPosition } from './topic-history';
+import type { TopicPosition } from '../protocol/topic-position';
 
 /**
  * SPEC §12.3: where a resumed session's replay of one topic starts. The
@@ -9,7 +9,7 @@ import type { HistoryPosition } from './topic-history';
  * session subscribed in either began after the subscription, or makes the
  * topic lost). Without an offer, the subscription position. Pure.
  */
-export function replayStart(offered: HistoryPosition | undefined, subscribedAt: HistoryPosition): HistoryPosition {
+export function replayStart(offered: TopicPosition | undefined, subscribedAt: TopicPosition): TopicPosition {
   if (offered === undefined) return subscribedAt;
   return offered.epoch === subscribedAt.epoch && offered.offset < subscribedAt.offset ? subscribedAt : offered;
 }

@@ -1,10 +1,10 @@
-import type { HistoryPosition } from './topic-history';
+import type { TopicPosition } from '../protocol/topic-position';
 
 /** A subscriber's only topic and where it began: most sessions have one, and a Map costs ~150 bytes more. */
 class OneTopic {
   constructor(
     readonly topic: string,
-    public at: HistoryPosition,
+    public at: TopicPosition,
   ) {}
 }
 
@@ -15,7 +15,7 @@ class OneTopic {
  * with none keeps no history). Pure; generic over the subscriber type.
  */
 export class ResumablePositions<S = object> {
-  private readonly bySubscriber = new Map<S, OneTopic | Map<string, HistoryPosition>>();
+  private readonly bySubscriber = new Map<S, OneTopic | Map<string, TopicPosition>>();
   private readonly subscriberCounts = new Map<string, number>();
 
   hasSubscribers(topic: string): boolean {
@@ -27,7 +27,7 @@ export class ResumablePositions<S = object> {
     return this.subscriberCounts.get(topic) ?? 0;
   }
 
-  subscribed(subscriber: S, topic: string, at: HistoryPosition): void {
+  subscribed(subscriber: S, topic: string, at: TopicPosition): void {
     const topics = this.bySubscriber.get(subscriber);
     if (topics === undefined) {
       this.bySubscriber.set(subscriber, new OneTopic(topic, at));
@@ -51,7 +51,7 @@ export class ResumablePositions<S = object> {
   }
 
   /** The subscription's start, learnt later (cluster mode reads it from Redis); ignored once unsubscribed. */
-  startsAt(subscriber: S, topic: string, at: HistoryPosition): void {
+  startsAt(subscriber: S, topic: string, at: TopicPosition): void {
     const topics = this.bySubscriber.get(subscriber);
     if (topics instanceof Map) {
       if (topics.has(topic)) topics.set(topic, at);
@@ -82,7 +82,7 @@ export class ResumablePositions<S = object> {
   }
 
   /** Where `subscriber`'s subscription to `topic` began; the start of history when unknown. */
-  subscribedAt(subscriber: S, topic: string): HistoryPosition {
+  subscribedAt(subscriber: S, topic: string): TopicPosition {
     const topics = this.bySubscriber.get(subscriber);
     if (topics instanceof Map) return topics.get(topic) ?? START;
     return topics?.topic === topic ? topics.at : START;
@@ -95,4 +95,4 @@ export class ResumablePositions<S = object> {
   }
 }
 
-const START: HistoryPosition = { offset: 0, epoch: null };
+const START: TopicPosition = { offset: 0, epoch: null };

@@ -1,10 +1,5 @@
 import { randomBytes } from 'node:crypto';
-
-/** A topic position (SPEC §12.4); `epoch` null = the topic had no history then. */
-export interface HistoryPosition {
-  readonly offset: number;
-  readonly epoch: string | null;
-}
+import { TopicPosition } from '../protocol/topic-position';
 
 /** SPEC §12.4 bounds of the single-node history. */
 export interface HistoryLimits {
@@ -19,9 +14,7 @@ export interface HistoryLimits {
 }
 
 /** SPEC §15.2: a topic's position and the number of messages its history keeps. */
-export interface KeptHistory {
-  readonly epoch: string | null;
-  readonly offset: number;
+export interface KeptHistory extends TopicPosition {
   readonly kept: number;
 }
 
@@ -79,7 +72,7 @@ export class TopicHistory {
   }
 
   /** The next position of `topic`, to be kept with `keep()` once its frame is encoded. */
-  next(topic: string, nowMs: number): { readonly offset: number; readonly epoch: string } {
+  next(topic: string, nowMs: number): TopicPosition<string> {
     let log = this.logs.get(topic);
     if (log === undefined) {
       log = {
@@ -124,7 +117,7 @@ export class TopicHistory {
   }
 
   /** Where `topic` stands now; offset 0 and no epoch when it has no history. */
-  position(topic: string): HistoryPosition {
+  position(topic: string): TopicPosition {
     const log = this.logs.get(topic);
     // One shared start for topics never published: every resumable subscriber keeps the position it got.
     return log === undefined ? NEVER_PUBLISHED : { offset: log.lastOffset, epoch: log.epoch };
@@ -134,7 +127,7 @@ export class TopicHistory {
    * The frames published after `from`. Lost when `from` names another epoch,
    * or when some of those frames are no longer held (never a partial replay).
    */
-  replayAfter(topic: string, from: HistoryPosition): Replay {
+  replayAfter(topic: string, from: TopicPosition): Replay {
     const log = this.logs.get(topic);
     if (log === undefined) return NOTHING;
     if (from.epoch !== null && from.epoch !== log.epoch) return LOST;
@@ -216,4 +209,4 @@ function newEpoch(): string {
   return randomBytes(6).toString('base64url');
 }
 
-const NEVER_PUBLISHED: HistoryPosition = Object.freeze({ offset: 0, epoch: null });
+const NEVER_PUBLISHED: TopicPosition = Object.freeze({ offset: 0, epoch: null });

@@ -2,19 +2,16 @@ import { randomBytes } from 'node:crypto';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
-import type { HistoryPosition, KeptHistory } from './topic-history';
+import type { KeptHistory } from './topic-history';
+import { TopicPosition } from '../protocol/topic-position';
 
 /** A publish as the history numbers it (SPEC §12.4): its position and the published JSON bytes. */
-export interface LoggedMessage {
-  readonly offset: number;
-  readonly epoch: string;
+export interface LoggedMessage extends TopicPosition<string> {
   readonly payload: Buffer;
 }
 
 /** What Redis holds for a topic: its position, and the messages of a requested range that are still kept. */
-export interface TopicLogRead {
-  readonly epoch: string;
-  readonly offset: number;
+export interface TopicLogRead extends TopicPosition<string> {
   readonly messages: LoggedMessage[];
 }
 
@@ -23,9 +20,7 @@ export interface TopicLogRead {
  * another Redis instance (SPEC §13.1), so it may have been rolled back: its
  * next publish starts a new epoch, and nothing of it is trusted for a replay.
  */
-export interface LogPosition {
-  readonly epoch: string;
-  readonly offset: number;
+export interface LogPosition extends TopicPosition<string> {
   readonly isStale: boolean;
 }
 
@@ -208,7 +203,7 @@ export class TopicLog {
    * Where the topic stands now; offset 0 and no epoch when Redis holds no
    * history for it, or a stale one (its next publish starts a new epoch).
    */
-  async position(topic: string): Promise<HistoryPosition> {
+  async position(topic: string): Promise<TopicPosition> {
     const seen = await this.positionSeen(topic);
     return seen === null || seen.isStale ? { offset: 0, epoch: null } : { offset: seen.offset, epoch: seen.epoch };
   }

@@ -1,4 +1,4 @@
-import type { HistoryPosition } from './topic-history';
+import type { TopicPosition } from '../protocol/topic-position';
 import type { LoggedMessage } from './topic-log';
 
 /** The range a node must read from the history: offsets after `after` and before `before`, in `epoch`. */
@@ -42,7 +42,7 @@ export class TopicOrder {
   }
 
   /** Where this node starts on `topic` (it just joined the channel), unless it knows already. */
-  startAt(topic: string, position: HistoryPosition): void {
+  startAt(topic: string, position: TopicPosition): void {
     if (!this.states.has(topic))
       this.states.set(topic, { epoch: position.epoch, last: position.offset, waiting: new Map(), isFilling: false });
   }
@@ -57,7 +57,7 @@ export class TopicOrder {
    * what this node missed meanwhile, if anything. A new epoch starts the
    * count again.
    */
-  catchUp(topic: string, position: HistoryPosition): OrderStep {
+  catchUp(topic: string, position: TopicPosition): OrderStep {
     const state = this.states.get(topic);
     if (state === undefined || position.epoch === null) return NOTHING;
     if (state.epoch !== position.epoch) {

@@ -1,5 +1,6 @@
-import { Connection, ReplayedPosition } from '../connections/connection';
-import { HistoryPosition, KeptHistory } from './topic-history';
+import { Connection } from '../connections/connection';
+import { KeptHistory } from './topic-history';
+import { TopicPosition } from '../protocol/topic-position';
 
 /** SPEC §12.3: what a resumed session gets: the topics it lost, then the frames it missed. */
 export interface ReplayPlan {
@@ -7,14 +8,11 @@ export interface ReplayPlan {
   readonly lostTopics: string[];
   readonly frames: Buffer[];
   /** Per topic (path form), where the replay reached: live frames up to there are not sent again. */
-  readonly upTo: Map<string, ReplayedPosition>;
+  readonly upTo: Map<string, TopicPosition<string>>;
 }
 
 /** Where a client says it stands in each topic (path form) when it resumes. */
-export type ClientPositions = ReadonlyMap<string, { readonly offset: number; readonly epoch: string }>;
-
-/** No history: nothing numbered yet. */
-export const NO_HISTORY: HistoryPosition = { offset: 0, epoch: null };
+export type ClientPositions = ReadonlyMap<string, TopicPosition<string>>;
 
 /**
  * How a publish reaches this node's subscribers, and what a resume gets back
@@ -36,7 +34,7 @@ export abstract class TopicStream {
   abstract received(topic: string, message: Buffer): void;
 
   /** Where the topic stands, when this node knows it without asking (a new resumable subscriber starts there). */
-  abstract positionNow(topic: string): HistoryPosition;
+  abstract positionNow(topic: string): TopicPosition;
 
   /**
    * Once this node listens to the topic's channel: a topic new here, or a new
@@ -47,8 +45,8 @@ export abstract class TopicStream {
   /** SPEC §12.3: per subscribed topic of a resumed session, the frames it missed or the topic as lost. */
   abstract replay(subscriber: Connection, from: ClientPositions): Promise<ReplayPlan>;
 
-  /** Where a topic stands now, read where the history lives ([0, null] when none is shared). */
-  abstract currentPosition(topic: string): Promise<readonly [number, string | null]>;
+  /** Where a topic stands now, read where the history lives (offset 0, no epoch, when none is shared). */
+  abstract currentPosition(topic: string): Promise<TopicPosition>;
 
   /** SPEC §15.2: where a topic's history stands and how many messages it keeps; null without history. */
   abstract historyOf(topic: string): Promise<KeptHistory> | KeptHistory | null;

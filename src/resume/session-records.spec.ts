@@ -39,7 +39,7 @@ function fakeLink(): { link: RedisLink; pipelines: Array<Array<[string, ...unkno
 }
 
 const subscriptions = (topics: string[], namespaces: string[], watch: string[] | null): SessionSubscriptions => ({
-  topics: new Map(topics.map((topic) => [topic, [0, null] as const])),
+  topics: new Map(topics.map((topic) => [topic, { offset: 0, epoch: null }])),
   namespaces,
   watch,
 });
@@ -143,7 +143,11 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
     const taken = await b.records.takeOver(tokenDigest(token), 'default', tokenDigest('token-two'));
     expect(taken).toMatchObject({
       ok: true,
-      record: { connectionId: 'nodeA-x', previousHolder: 'nodeA', topics: new Map([['t1', [0, null]]]) },
+      record: {
+        connectionId: 'nodeA-x',
+        previousHolder: 'nodeA',
+        topics: new Map([['t1', { offset: 0, epoch: null }]]),
+      },
     });
 
     await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).rejects.toEqual(

@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { TopicPosition } from '../protocol/topic-position';
 import { ClusterNames } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
@@ -27,13 +28,20 @@ const NOT_CONFIRMED = new ClusterUnavailableError(
   'the session record was not confirmed by the Redis replicas in time; retry',
 );
 
-/** A topic position as a record keeps it: `[offset, epoch]`, epoch null before the topic's first publish. */
-export type RecordedPosition = readonly [offset: number, epoch: string | null];
+/** A topic position as a record keeps it: the JSON of `[offset, epoch]` (field `t:<topic>`). */
+export function encodeRecordedPosition(position: TopicPosition): string {
+  return JSON.stringify([position.offset, position.epoch]);
+}
+
+function decodeRecordedPosition(text: string): TopicPosition {
+  const [offset, epoch] = JSON.parse(text) as [number, string | null];
+  return { offset, epoch };
+}
 
 /** What a session is subscribed to (SPEC §12.2), as the record keeps it. */
 export interface SessionSubscriptions {
   /** Topic (path form) → the position at which the session subscribed to it. */
-  readonly topics: ReadonlyMap<string, RecordedPosition>;
+  readonly topics: ReadonlyMap<string, TopicPosition>;
   readonly namespaces: readonly string[];
   /** The `gateway.user` watch list; null when not subscribed. */
   readonly watch: readonly string[] | null;
@@ -248,10 +256,10 @@ export class SessionRecords {
     ];
     const fields = new Map<string, string>();
     for (let i = 0; i < flat.length; i += 2) fields.set(flat[i], flat[i + 1]);
-    const topics = new Map<string, RecordedPosition>();
+    const topics = new Map<string, TopicPosition>();
     const namespaces: string[] = [];
     for (const [field, value] of fields) {
-      if (field.startsWith('t:')) topics.set(field.slice(2), JSON.parse(value) as RecordedPosition);
+      if (field.startsWith('t:')) topics.set(field.slice(2), decodeRecordedPosition(value));
       else if (field.startsWith('l:')) namespaces.push(field.slice(2));
     }
     const watch = fields.get('wu');
@@ -429,7 +437,7 @@ export class SessionRecords {
     const fields: string[] = [];
     const gone: string[] = [];
     for (const [topic, position] of subscriptions.topics)
-      if (!before.topics.has(topic)) fields.push('t:' + topic, JSON.stringify(position));
+      if (!before.topics.has(topic)) fields.push('t:' + topic, encodeRecordedPosition(position));
     for (const topic of before.topics) if (!subscriptions.topics.has(topic)) gone.push('t:' + topic);
     const namespaces = new Set(subscriptions.namespaces);
     for (const namespace of namespaces) if (!before.namespaces.has(namespace)) fields.push('l:' + namespace, '1');
