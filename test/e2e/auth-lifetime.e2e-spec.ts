@@ -3,32 +3,7 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { dropConnection, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
-
-const AUTH_PATH = '/gateway/authorize_connection';
-const REFRESH_PATH = '/gateway/refresh_connection';
-
-/** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
-function identityHeader(json: string): string {
-  return 'Gateway+json ' + Buffer.from(json, 'utf8').toString('base64');
-}
-
-/** The user a refresh request speaks for, read from its identity header. */
-function userOf(req: RecordedRequest): string {
-  const value = String(req.headers.authorization ?? '').slice('Gateway+json '.length);
-  return (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as { user_id: string }).user_id;
-}
-
-const refreshOf = (user: string) => (r: RecordedRequest) => r.path === REFRESH_PATH && userOf(r) === user;
-
-/**
- * The authorization route of these specs: `user=<id>` names the user and
- * `ttl=<text>` the `Gateway-Auth-TTL` header (none without it).
- */
-function authorize(req: RecordedRequest): Reply {
-  const query = new URLSearchParams((req.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring);
-  const ttl = query.get('ttl');
-  return { json: { user_id: query.get('user') ?? 'u1' }, headers: ttl === null ? {} : { 'Gateway-Auth-TTL': ttl } };
-}
+import { AUTH_PATH, REFRESH_PATH, authorize, identityHeader, refreshOf, userOf } from './harness/auth-lifetime';
 
 /** Assert SPEC §14's end: fatal_error with S and D, then close 4000+S with reason `expired`. */
 async function expectExpired(client: WsClient, status: number, data: unknown, ms = 2000): Promise<void> {

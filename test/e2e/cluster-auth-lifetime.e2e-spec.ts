@@ -2,26 +2,7 @@ import { TestCluster, startTestCluster } from './harness/cluster';
 import { RecordedRequest, Reply } from './harness/fake-upstream';
 import { dropConnection, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
-
-const AUTH_PATH = '/gateway/authorize_connection';
-const REFRESH_PATH = '/gateway/refresh_connection';
-
-function identityHeader(json: string): string {
-  return 'Gateway+json ' + Buffer.from(json, 'utf8').toString('base64');
-}
-
-function userOf(req: RecordedRequest): string {
-  const value = String(req.headers.authorization ?? '').slice('Gateway+json '.length);
-  return (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as { user_id: string }).user_id;
-}
-
-const refreshOf = (user: string) => (r: RecordedRequest) => r.path === REFRESH_PATH && userOf(r) === user;
-
-function authorize(req: RecordedRequest): Reply {
-  const query = new URLSearchParams((req.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring);
-  const ttl = query.get('ttl');
-  return { json: { user_id: query.get('user') ?? 'u1' }, headers: ttl === null ? {} : { 'Gateway-Auth-TTL': ttl } };
-}
+import { AUTH_PATH, REFRESH_PATH, authorize, identityHeader, refreshOf, userOf } from './harness/auth-lifetime';
 
 describe('authorization lifetime in cluster mode (SPEC §14)', () => {
   let cluster: TestCluster;

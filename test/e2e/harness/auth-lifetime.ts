@@ -1,0 +1,33 @@
+import { RecordedRequest, Reply } from './fake-upstream';
+
+/** What the §14 specs share: the upstream's authorization route with a lifetime, and refresh requests. */
+
+export const AUTH_PATH = '/gateway/authorize_connection';
+export const REFRESH_PATH = '/gateway/refresh_connection';
+
+/** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
+export function identityHeader(json: string): string {
+  return 'Gateway+json ' + Buffer.from(json, 'utf8').toString('base64');
+}
+
+/** The user a request speaks for, read from its identity header. */
+export function userOf(req: RecordedRequest): string {
+  const value = String(req.headers.authorization ?? '').slice('Gateway+json '.length);
+  return (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as { user_id: string }).user_id;
+}
+
+/** Matches a refresh request for `user`. */
+export const refreshOf =
+  (user: string) =>
+  (r: RecordedRequest): boolean =>
+    r.path === REFRESH_PATH && userOf(r) === user;
+
+/**
+ * The authorization route of the §14 specs: `user=<id>` names the user and
+ * `ttl=<text>` the `Gateway-Auth-TTL` header (none without it).
+ */
+export function authorize(req: RecordedRequest): Reply {
+  const query = new URLSearchParams((req.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring);
+  const ttl = query.get('ttl');
+  return { json: { user_id: query.get('user') ?? 'u1' }, headers: ttl === null ? {} : { 'Gateway-Auth-TTL': ttl } };
+}
