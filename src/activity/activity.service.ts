@@ -63,6 +63,11 @@ export class ActivityService implements OnModuleDestroy {
     this.activity.beforeRemoveNode(hook);
   }
 
+  /** Cluster mode: a resumable session's record step, before its connection leaves (SPEC §12.5). */
+  leavesOnlyIf(sessionEnds: (connectionId: string, userId: string) => Promise<boolean>): void {
+    this.activity.leavesOnlyIf(sessionEnds);
+  }
+
   /** Cluster mode: this node's presence is withdrawn before the link closes (SPEC §11 "Drain"). */
   onModuleDestroy(): Promise<void> {
     return this.activity.stop();

@@ -1,10 +1,12 @@
 import { Logger } from '@nestjs/common';
-import { ClusterNames, originHead } from '../cluster/channels';
+import { ClusterNames, originHead, partitionOf } from '../cluster/channels';
+import { PartitionMembers, PartitionWalk } from '../cluster/partition-walk';
 import { RedisLink } from '../cluster/redis-link';
 import { Connection } from '../connections/connection';
 import { Identity } from '../protocol/identity';
 import { extendDeadline } from './activity';
-import { STATUS_VERSIONS, REDIS_NOW } from './status-version';
+import { REDIS_NOW } from '../cluster/redis-now';
+import { STATUS_VERSIONS } from './status-version';
 import { ActivityEvents, UserActivity } from './user-activity';
 
 /** What this node knows of a user with connections here. */
@@ -36,99 +38,89 @@ for i = 1, #fields, 2 do
   elseif f == 'id' then id = v elseif f == 'auth' then auth = v elseif f == 'h' then h = v end
 end`;
 
-// KEYS: user hash (= user channel), node's users, deadlines, status floor.
+// KEYS: user hash (= user channel), the node's users of its partition, the partition's deadlines and status floor.
 // ARGV: node, user id, deadline, authorization, handler, origin head, 'incr'|'set', count, wanted status:
 // 'active'; 'inactive' (its deadline passed long ago); 'due' (it passed while Redis could not claim it:
 // when Redis lost the user, it is active with that deadline, so the next claim sends its one notice).
 const ASSERT = `${NOW}
-local field = 'c:' .. ARGV[1]
-if ARGV[7] == 'incr' then redis.call('HINCRBY', KEYS[1], field, ARGV[8]) else redis.call('HSET', KEYS[1], field, ARGV[8]) end
-local s = redis.call('HGET', KEYS[1], 's')
-redis.call('HSET', KEYS[1], 'id', ARGV[2], 'auth', ARGV[4], 'h', ARGV[5])
-redis.call('SADD', KEYS[2], ARGV[2])
-local ver = tonumber(redis.call('HGET', KEYS[1], 'ver')) or 0
+local userKey, nodeUsers, deadlines, floor = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local node, user, deadline, auth, handler, origin, mode, count, wanted = unpack(ARGV)
+local field = 'c:' .. node
+if mode == 'incr' then redis.call('HINCRBY', userKey, field, count) else redis.call('HSET', userKey, field, count) end
+local s = redis.call('HGET', userKey, 's')
+redis.call('HSET', userKey, 'id', user, 'auth', auth, 'h', handler)
+redis.call('SADD', nodeUsers, user)
+local ver = tonumber(redis.call('HGET', userKey, 'ver')) or 0
 local want = false
-if ARGV[9] == 'active' then
-  redis.call('ZADD', KEYS[3], 'GT', ARGV[3], KEYS[1])
+if wanted == 'active' then
+  redis.call('ZADD', deadlines, 'GT', deadline, userKey)
   if s ~= 'active' then want = 'active' end
-elseif not s and ARGV[9] == 'due' then
-  redis.call('ZADD', KEYS[3], 'GT', ARGV[3], KEYS[1])
+elseif not s and wanted == 'due' then
+  redis.call('ZADD', deadlines, 'GT', deadline, userKey)
   want = 'active'
 elseif not s then want = 'inactive' end
 if want then
-  ver = nextVersion(now, ver, KEYS[4])
+  ver = nextVersion(now, ver, floor)
   s = want
-  redis.call('HSET', KEYS[1], 's', s, 'ver', ver)
-  redis.call('PUBLISH', KEYS[1], ARGV[6] .. '["' .. s .. '",' .. ver .. ']')
+  redis.call('HSET', userKey, 's', s, 'ver', ver)
+  redis.call('PUBLISH', userKey, origin .. '["' .. s .. '",' .. ver .. ']')
 end
 return {s, ver}`;
 
-// KEYS: user hash, node's users, deadlines, the node's liveness key, status floor, the user's resumable sessions.
-// ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head, reaping '1'|'0' (nothing if the node is alive again),
-// and for a resumable session (SPEC §12.5) ending here: its connection id and REDIS_PREFIX, else ''. Such a session
-// leaves only while this node holds it (another took it over, with its count, or it was orphaned by a reaper);
-// its record goes and its token is remembered as ended. A revoked one (SPEC §12.6: its record is its end mark,
-// field x = the node that held it then) leaves only from that node, which so confirms the end.
+// KEYS: user hash, the node's users of its partition, the partition's deadlines and status floor.
+// ARGV: node, user id, 'one'|'all', force offline '1'|'0', origin head. A resumable session's record
+// step (resume/session-records.ts) runs first and says whether its connection leaves here.
 const LEAVE = `${NOW}
-if ARGV[6] == '1' and redis.call('EXISTS', KEYS[4]) == 1 then return {false, 0} end
-if ARGV[7] ~= '' then
-  local rk = ARGV[8] .. 'rs:' .. ARGV[7]
-  local r = redis.call('HMGET', rk, 'n', 'd', 'x')
-  if r[1] and r[1] ~= ARGV[1] then return {false, 0} end
-  if r[3] and r[3] ~= ARGV[1] then
-    redis.call('SREM', ARGV[8] .. 'rn:' .. ARGV[1], ARGV[7])
-    return {false, 0}
-  end
-  if r[1] then
-    redis.call('DEL', rk)
-    redis.call('SET', ARGV[8] .. 'rt:' .. r[2], '', 'PX', 60000)
-  elseif r[3] then
-    redis.call('HSET', rk, 'x', '')
-  end
-  redis.call('SREM', KEYS[6], ARGV[7])
-  redis.call('SREM', ARGV[8] .. 'rn:' .. ARGV[1], ARGV[7])
-end
-local field = 'c:' .. ARGV[1]
+local userKey, nodeUsers, deadlines, floor = KEYS[1], KEYS[2], KEYS[3], KEYS[4]
+local node, user, mode, forced, origin = unpack(ARGV)
+local field = 'c:' .. node
 local n = 0
-if ARGV[3] == 'one' then n = redis.call('HINCRBY', KEYS[1], field, -1) end
+if mode == 'one' then n = redis.call('HINCRBY', userKey, field, -1) end
 if n <= 0 then
-  redis.call('HDEL', KEYS[1], field)
-  redis.call('SREM', KEYS[2], ARGV[2])
+  redis.call('HDEL', userKey, field)
+  redis.call('SREM', nodeUsers, user)
 end
-${readUser('KEYS[1]')}
-if total <= 0 and s and (s == 'inactive' or ARGV[4] == '1') then
-  ver = offlineVersion(now, ver, KEYS[5])
-  redis.call('DEL', KEYS[1])
-  redis.call('ZREM', KEYS[3], KEYS[1])
-  redis.call('PUBLISH', KEYS[1], ARGV[5] .. '["offline",' .. ver .. ']')
+${readUser('userKey')}
+if total <= 0 and s and (s == 'inactive' or forced == '1') then
+  ver = offlineVersion(now, ver, floor)
+  redis.call('DEL', userKey)
+  redis.call('ZREM', deadlines, userKey)
+  redis.call('PUBLISH', userKey, origin .. '["offline",' .. ver .. ']')
   return {'offline', ver}
 end
 return {s, ver}`;
 
-// KEYS: deadlines, status floor. ARGV: batch size, origin head. Pops due users; only the popping node notifies (SPEC §11).
+// One due user of a partition (PartitionWalk.due found it): only the node whose claim pops the deadline
+// notifies (SPEC §11). KEYS: the partition's deadlines and status floor, the user hash. ARGV: origin head.
 const CLAIM = `${NOW}
-local out = {}
-for _, key in ipairs(redis.call('ZRANGEBYSCORE', KEYS[1], '-inf', now, 'LIMIT', 0, tonumber(ARGV[1]))) do
-  redis.call('ZREM', KEYS[1], key)
-  ${readUser('key')}
-  if s == 'active' and id then
-    local status = 'inactive'
-    if total > 0 then
-      ver = nextVersion(now, ver, KEYS[2])
-      redis.call('HSET', key, 's', status, 'ver', ver)
-    else
-      status = 'offline'
-      ver = offlineVersion(now, ver, KEYS[2])
-      redis.call('DEL', key)
-    end
-    redis.call('PUBLISH', key, ARGV[2] .. '["' .. status .. '",' .. ver .. ']')
-    table.insert(out, {id, auth, h, status, ver})
-  end
+local deadlines, floor, userKey = KEYS[1], KEYS[2], KEYS[3]
+local origin = ARGV[1]
+local due = redis.call('ZSCORE', deadlines, userKey)
+if not due or tonumber(due) > now then return false end
+redis.call('ZREM', deadlines, userKey)
+${readUser('userKey')}
+if s ~= 'active' or not id then return false end
+local status = 'inactive'
+if total > 0 then
+  ver = nextVersion(now, ver, floor)
+  redis.call('HSET', userKey, 's', status, 'ver', ver)
+else
+  status = 'offline'
+  ver = offlineVersion(now, ver, floor)
+  redis.call('DEL', userKey)
 end
-return out`;
+redis.call('PUBLISH', userKey, origin .. '["' .. status .. '",' .. ver .. ']')
+return {id, auth, h, status, ver}`;
 
 type Script = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
 type StatusReply = [status: 'active' | 'inactive' | 'offline' | null, version: number];
+type ClaimReply = [
+  userId: string,
+  authorization: string,
+  handlerName: string,
+  status: 'inactive' | 'offline',
+  version: number,
+];
 
 /**
  * Sessions and presence across the cluster (SPEC §8, §11; CLUSTER.md
@@ -151,6 +143,9 @@ export class RedisActivity extends UserActivity {
   private claimTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
   private readonly removeNodeHooks: Array<(nodeId: string) => Promise<void>> = [];
+  private readonly walk: PartitionWalk;
+  /** A resumable session's record step, run before its connection leaves (SPEC §12.5); true when it leaves here. */
+  private sessionEnds: (connectionId: string, userId: string) => Promise<boolean> = () => Promise.resolve(true);
 
   constructor(
     private readonly link: RedisLink,
@@ -161,8 +156,9 @@ export class RedisActivity extends UserActivity {
   ) {
     super();
     this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
-    this.leaveScript = link.script('gatewaySessionLeave', 6, LEAVE);
-    this.claimScript = link.script('gatewaySessionClaim', 2, CLAIM);
+    this.leaveScript = link.script('gatewaySessionLeave', 4, LEAVE);
+    this.claimScript = link.script('gatewaySessionClaim', 3, CLAIM);
+    this.walk = new PartitionWalk(link);
     this.head = originHead(nodeId);
     link.onUp(() => this.reassert());
     this.scheduleClaim();
@@ -197,13 +193,21 @@ export class RedisActivity extends UserActivity {
 
   /**
    * A connection of `userId` here closed. `sessionId`: the connection id of
-   * a resumable session (SPEC §12.5), whose record goes with it, and which
-   * leaves only if this node still holds it.
+   * a resumable session (SPEC §12.5), whose record step runs first: its
+   * connection leaves only if this node still held it.
    */
   async disconnected(userId: string, sessionId: string | null = null): Promise<void> {
     this.forgetIfGone(userId);
     if (!this.link.isUp || this.isStopped) return;
-    await this.run(() => this.leave(userId, this.nodeId, 'one', false, sessionId));
+    await this.run(async () => {
+      if (sessionId !== null && !(await this.sessionEnds(sessionId, userId))) return;
+      await this.leave(userId, this.nodeId, 'one', false);
+    });
+  }
+
+  /** The record step of a resumable session that ends here (resume/'s SessionRecords.ended). */
+  leavesOnlyIf(sessionEnds: (connectionId: string, userId: string) => Promise<boolean>): void {
+    this.sessionEnds = sessionEnds;
   }
 
   /**
@@ -264,10 +268,19 @@ export class RedisActivity extends UserActivity {
    * it re-asserts its presence when it finds its key was lost.
    */
   async removeNode(nodeId: string): Promise<void> {
+    // A dead node that is alive again (it was paused) keeps its presence: checked once, before the walk.
+    if (nodeId !== this.nodeId && (await this.link.command.exists(this.names.alive(nodeId))) === 1) return;
     for (const hook of this.removeNodeHooks) await this.run(() => hook(nodeId));
-    const users = await this.link.command.smembers(this.names.nodeUsers(nodeId));
+    const parts = await this.usersOf(nodeId);
+    const users = parts.flatMap((part) => part.members);
     await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));
-    if (nodeId === this.nodeId) await this.link.command.del(this.names.nodeUsers(nodeId));
+    if (nodeId === this.nodeId)
+      await Promise.all(parts.map(({ partition }) => this.link.command.del(this.names.nodeUsers(partition, nodeId))));
+  }
+
+  /** The users Redis lists with connections on `nodeId`, by partition, every partition read at once. */
+  private usersOf(nodeId: string): Promise<PartitionMembers[]> {
+    return this.walk.members((partition) => this.names.nodeUsers(partition, nodeId));
   }
 
   /**
@@ -291,7 +304,7 @@ export class RedisActivity extends UserActivity {
    * sends its one `session_inactive` (SPEC §8) and makes the user inactive.
    */
   private async reassert(): Promise<void> {
-    const listed = await this.link.command.smembers(this.names.nodeUsers(this.nodeId));
+    const listed = (await this.usersOf(this.nodeId)).flatMap((part) => part.members);
     const stale = listed.filter((userId) => !this.local.has(userId));
     await Promise.all(stale.map((userId) => this.run(() => this.leave(userId, this.nodeId, 'all', false))));
     const now = Date.now();
@@ -327,7 +340,8 @@ export class RedisActivity extends UserActivity {
   ): Promise<void> {
     const session = this.local.get(userId);
     if (session === undefined) return;
-    const key = this.names.channel('u', userId);
+    const key = this.names.user(userId);
+    const partition = partitionOf(userId);
     const args = [
       this.nodeId,
       userId,
@@ -340,39 +354,27 @@ export class RedisActivity extends UserActivity {
       wanted,
     ];
     const [status, version] = (await this.assertScript(
-      [key, this.names.nodeUsers(this.nodeId), this.names.deadlines, this.names.statusFloor],
+      [
+        key,
+        this.names.nodeUsers(partition, this.nodeId),
+        this.names.deadlines(partition),
+        this.names.statusFloor(partition),
+      ],
       args,
     )) as StatusReply;
     if (status !== null) this.events.announce(userId, status, version);
   }
 
-  private async leave(
-    userId: string,
-    nodeId: string,
-    mode: 'one' | 'all',
-    isForced: boolean,
-    sessionId: string | null = null,
-  ): Promise<void> {
-    const key = this.names.channel('u', userId);
+  private async leave(userId: string, nodeId: string, mode: 'one' | 'all', isForced: boolean): Promise<void> {
+    const partition = partitionOf(userId);
     const keys = [
-      key,
-      this.names.nodeUsers(nodeId),
-      this.names.deadlines,
-      this.names.alive(nodeId),
-      this.names.statusFloor,
-      this.names.userSessions(userId),
+      this.names.user(userId),
+      this.names.nodeUsers(partition, nodeId),
+      this.names.deadlines(partition),
+      this.names.statusFloor(partition),
     ];
-    const isReaping = nodeId === this.nodeId ? '0' : '1';
-    const session = sessionId === null ? ['', ''] : [sessionId, this.names.prefix];
-    const reply = (await this.leaveScript(keys, [
-      nodeId,
-      userId,
-      mode,
-      isForced ? '1' : '0',
-      this.head,
-      isReaping,
-      ...session,
-    ])) as StatusReply;
+    const args = [nodeId, userId, mode, isForced ? '1' : '0', this.head];
+    const reply = (await this.leaveScript(keys, args)) as StatusReply;
     if (reply[0] === 'offline') this.events.announce(userId, 'offline', reply[1]);
   }
 
@@ -385,14 +387,19 @@ export class RedisActivity extends UserActivity {
     this.claimTimer.unref();
   }
 
+  /** Pops the due deadlines of every partition: each user's claim is its own script, in its partition. */
   private async claim(): Promise<void> {
     if (!this.link.isUp) return;
     try {
-      const claimed = (await this.claimScript(
-        [this.names.deadlines, this.names.statusFloor],
-        [CLAIM_BATCH, this.head],
-      )) as [string, string, string, 'inactive' | 'offline', number][];
-      for (const [userId, authorization, handlerName, status, version] of claimed) {
+      const due = await this.walk.due((partition) => this.names.deadlines(partition), CLAIM_BATCH);
+      const claims = due.flatMap(({ partition, members }) =>
+        members.map((userKey) =>
+          this.claimScript([this.names.deadlines(partition), this.names.statusFloor(partition), userKey], [this.head]),
+        ),
+      );
+      for (const claimed of await Promise.all(claims)) {
+        if (claimed === null) continue;
+        const [userId, authorization, handlerName, status, version] = claimed as ClaimReply;
         this.events.inactive(userId, authorization, handlerName);
         this.events.announce(userId, status, version);
       }

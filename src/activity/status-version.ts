@@ -1,18 +1,14 @@
 /**
  * Lua shared by every script that changes a user's status (presence here,
- * orphaned resumable sessions in resume/): Redis' clock, and the version of a
- * status change (SPEC §7: one clock for all nodes).
+ * orphaned resumable sessions in resume/): the version of a status change,
+ * from Redis' clock (cluster/redis-now.ts; SPEC §7: one clock for all nodes).
  */
-
-/** Lua: `now`, Redis `TIME` in epoch ms. */
-export const REDIS_NOW = `local t = redis.call('TIME')
-local now = tonumber(t[1]) * 1000 + math.floor(tonumber(t[2]) / 1000)`;
 
 /**
  * Lua: the version of a status change, Redis' time unless the user's last
  * version `ver` is not older. A user going offline leaves Redis with its hash
  * (and its `ver`), so `offlineVersion` also keeps the highest such version in
- * `floor` (the key `ClusterNames.statusFloor`), and `nextVersion` for a user
+ * `floor` (the partition's key `ClusterNames.statusFloor`), and `nextVersion` for a user
  * Redis does not hold (`ver` 0) starts above it: a user back within the
  * millisecond of its `offline` used to get an equal version, and every watcher
  * kept it offline (a newer version wins; a tie goes to `offline`, §6.2).

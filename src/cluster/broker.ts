@@ -59,6 +59,8 @@ export abstract class Broker {
    * but does not acknowledge within 5 s; resolved when it is gone.
    */
   abstract toNode<T>(kind: string, nodeId: string, target: string, data: T): Promise<void>;
+  /** A notice for node `nodeId`, sent without waiting for an ack (e.g. a session taken from it, SPEC §12.5). */
+  abstract notify<T>(kind: string, nodeId: string, target: string, data: T): void;
   abstract listen(kind: ChannelKind, listener: ChannelListener): void;
   /** Start listening to a channel; resolves once messages sent after it will arrive. */
   abstract join(kind: ChannelKind, name: string): Promise<void>;
@@ -89,6 +91,10 @@ export class MemoryBroker extends Broker {
 
   toNode<T>(kind: string, _nodeId: string, target: string, data: T): Promise<void> {
     return this.apply(kind, target, data);
+  }
+
+  notify<T>(kind: string, _nodeId: string, target: string, data: T): void {
+    void this.apply(kind, target, data);
   }
 
   listen(): void {}

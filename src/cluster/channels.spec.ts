@@ -7,7 +7,9 @@ import {
   encodeChannelMessage,
   encodeCommands,
   originHead,
+  parseSessionMember,
   partitionOf,
+  sessionMember,
 } from './channels';
 
 describe(partitionOf.name, () => {
@@ -41,13 +43,48 @@ describe(ClusterNames.name, () => {
     expect(sut.user('room/1')).toBe(sut.channel('u', 'room/1').replace(':t:', ':u:'));
     // A user's resumable sessions sit in the user's partition, beside its presence hash.
     expect(sut.userSessions('room/1')).toBe('acme:ru:{90}:room/1');
-    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.deadlines]).toEqual([
+    // The control keys and channels carry no tag (SPEC §13.3).
+    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.reaper('n1')]).toEqual([
       'acme:n:n1',
       'acme:all',
       'acme:alive:n1',
       'acme:nodes',
-      'acme:deadlines',
+      'acme:reap:n1',
     ]);
+  });
+
+  it("puts everything of a user's sessions and presence in the user's partition (SPEC §13.3)", () => {
+    const p = partitionOf('ann');
+    expect([
+      sut.user('ann'),
+      sut.userSessions('ann'),
+      sut.session('ann', 'n1-c'),
+      sut.sessionToken('ann', 'D'),
+      sut.nodeUsers(p, 'n1'),
+      sut.nodeSessions(p, 'n1'),
+      sut.deadlines(p),
+      sut.statusFloor(p),
+      sut.orphanSessions(p),
+      sut.endedTokens(p),
+    ]).toEqual([
+      `acme:u:{${p}}:ann`,
+      `acme:ru:{${p}}:ann`,
+      `acme:rs:{${p}}:n1-c`,
+      `acme:rt:{${p}}:D`,
+      `acme:nu:{${p}}:n1`,
+      `acme:rn:{${p}}:n1`,
+      `acme:dl:{${p}}`,
+      `acme:sv:{${p}}`,
+      `acme:ro:{${p}}`,
+      `acme:re:{${p}}`,
+    ]);
+    // Keys named by a connection id alone sit in its partition.
+    const c = partitionOf('n1-c');
+    expect([sut.sessionUser('n1-c'), sut.resumeRate('n1-c')]).toEqual([`acme:ri:{${c}}:n1-c`, `acme:rr:{${c}}:n1-c`]);
+  });
+
+  it('round-trips a session member', () => {
+    expect(parseSessionMember(sessionMember('n1-c', 'a|b'))).toEqual({ connectionId: 'n1-c', userId: 'a|b' });
   });
 });
 

@@ -78,42 +78,57 @@ export class ClusterNames {
     return `${this.prefix}tp:{${partitionOf(topic)}}:${topic}`;
   }
 
-  /** Per-user presence hash: status, version, identity, per-node connection counts. */
+  /** Per-user presence hash: status, version, identity, per-node connection counts (the user's channel's name too). */
   user(userId: string): string {
     return `${this.prefix}u:{${partitionOf(userId)}}:${userId}`;
   }
 
-  /** Users with connections on a node. */
-  nodeUsers(nodeId: string): string {
-    return `${this.prefix}nu:${nodeId}`;
+  /** The users of partition `partition` with connections on a node. */
+  nodeUsers(partition: number, nodeId: string): string {
+    return `${this.prefix}nu:{${partition}}:${nodeId}`;
   }
 
-  /** Sorted set of user → activity deadline (epoch ms). */
-  get deadlines(): string {
-    return `${this.prefix}deadlines`;
+  /** Sorted set of the partition's user keys → activity deadline (epoch ms). */
+  deadlines(partition: number): string {
+    return `${this.prefix}dl:{${partition}}`;
   }
 
-  /** The highest version of a user that went offline (activity/status-version.ts); resume/'s scripts build it from the prefix too. */
-  get statusFloor(): string {
-    return `${this.prefix}sv`;
+  /** The highest version of a user of the partition that went offline (activity/status-version.ts). */
+  statusFloor(partition: number): string {
+    return `${this.prefix}sv:{${partition}}`;
   }
 
   /**
    * A resumable session's record (SPEC §12.5), a hash; see resume/session-records.ts.
-   * The scripts there build this name, and the three below, from the prefix: keep them in step.
+   * Everything of a session lives in its user's partition, beside the user's presence hash,
+   * so that one script can take it over, end it or revoke it (SPEC §13.3).
    */
-  session(connectionId: string): string {
-    return `${this.prefix}rs:${connectionId}`;
+  session(userId: string, connectionId: string): string {
+    return `${this.prefix}rs:{${partitionOf(userId)}}:${connectionId}`;
   }
 
-  /** Token digest → connection id of the session it resumes ('' once the session ended). */
-  sessionToken(digest: string): string {
-    return `${this.prefix}rt:${digest}`;
+  /** Token digest → connection id of the session it resumes. */
+  sessionToken(userId: string, digest: string): string {
+    return `${this.prefix}rt:{${partitionOf(userId)}}:${digest}`;
   }
 
-  /** Connection ids of the resumable sessions a node holds. */
-  nodeSessions(nodeId: string): string {
-    return `${this.prefix}rn:${nodeId}`;
+  /** Digests of the partition's tokens whose session ended lately → until when a resume with one says `expired`. */
+  endedTokens(partition: number): string {
+    return `${this.prefix}re:{${partition}}`;
+  }
+
+  /**
+   * Connection id → user id of a resumable session, under the connection id's
+   * partition: how a resume or a /v1 command that names only the connection
+   * finds the partition of its record (one read).
+   */
+  sessionUser(connectionId: string): string {
+    return `${this.prefix}ri:{${partitionOf(connectionId)}}:${connectionId}`;
+  }
+
+  /** The sessions of partition `partition` a node holds; members are {@link sessionMember}s. */
+  nodeSessions(partition: number, nodeId: string): string {
+    return `${this.prefix}rn:{${partition}}:${nodeId}`;
   }
 
   /**
@@ -126,16 +141,34 @@ export class ClusterNames {
     return `${this.prefix}ru:{${partitionOf(userId)}}:${userId}`;
   }
 
-  /** Sorted set of sessions held by no node (their node drained or died) → window end (epoch ms). */
-  get orphanSessions(): string {
-    return `${this.prefix}ro`;
+  /** Sorted set of the partition's sessions held by no node (their node drained or died) → window end (epoch ms). */
+  orphanSessions(partition: number): string {
+    return `${this.prefix}ro:{${partition}}`;
   }
 
   /** A session's resume count in the current 10 s window (SPEC §12.2): INCR, expiring with the window. */
   resumeRate(connectionId: string): string {
-    return `${this.prefix}rr:${connectionId}`;
+    return `${this.prefix}rr:{${partitionOf(connectionId)}}:${connectionId}`;
   }
 }
+
+/**
+ * A session as a member of the per-partition sets of sessions (a node's, the
+ * orphans): `<connection id>|<user id>`, so a walk of the set can name the
+ * keys of each session's user without reading its record first.
+ */
+export function sessionMember(connectionId: string, userId: string): string {
+  return `${connectionId}|${userId}`;
+}
+
+/** The connection and user ids of a {@link sessionMember} (connection ids hold no `|`). */
+export function parseSessionMember(member: string): { readonly connectionId: string; readonly userId: string } {
+  const end = member.indexOf('|');
+  return { connectionId: member.slice(0, end), userId: member.slice(end + 1) };
+}
+
+/** Every partition number, 0 … {@link PARTITIONS} − 1: what a walk over a per-partition key visits. */
+export const EVERY_PARTITION: readonly number[] = Array.from({ length: PARTITIONS }, (_, partition) => partition);
 
 const ORIGIN_END = 0x7c; // '|'
 /** Node ids are at most 32 characters (SPEC §1), so the separator is within the first 33 bytes. */

@@ -144,6 +144,15 @@ export class RedisBroker extends Broker {
     return this.enqueue(this.names.node(nodeId), nodeId, kind, target, data);
   }
 
+  notify<T>(kind: string, nodeId: string, target: string, data: T): void {
+    if (nodeId === this.nodeId) return void this.applyLocal(kind, target, data).catch(() => undefined);
+    const codec = this.handlers.get(kind)?.codec;
+    // Request id 0: the receiver sends no ack.
+    const notice = encodeCommands(this.nodeId, [[kind, target, codec === undefined ? data : codec.encode(data), 0]]);
+    this.link.command.publish(this.names.node(nodeId), notice).catch(() => undefined);
+    this.counters.commandOut.inc();
+  }
+
   listen(kind: ChannelKind, listener: ChannelListener): void {
     this.listeners.set(kind, listener);
   }

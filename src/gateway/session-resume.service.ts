@@ -47,6 +47,7 @@ export class SessionResumeService {
       }));
       // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
       activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
+      activity.leavesOnlyIf((connectionId, userId) => records.ended(connectionId, userId));
       sessions.applyToRecordWith((kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data));
       const userSessions = sessions.userSessions!;
       presence.alsoAddForUser((userId, userIds) => userSessions.watchForOrphans(userId, userIds));

@@ -85,7 +85,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     private readonly registry: ConnectionRegistry,
     metrics: GatewayMetrics,
     cluster: ClusterContext,
-    broker: Broker,
+    private readonly broker: Broker,
     private readonly resumeRate: ResumeRate,
   ) {
     this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
@@ -187,12 +187,16 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const next = newSessionToken(connectionId);
     let result: Awaited<ReturnType<SessionRecords['takeOver']>>;
     try {
-      result = await this.records!.takeOver(tokenDigest(token), handlerName, tokenDigest(next));
+      result = await this.records!.takeOver(connectionId, tokenDigest(token), handlerName, tokenDigest(next));
     } catch (err) {
       this.logger.warn({ msg: 'resume lookup failed', error: (err as Error).message });
       result = { ok: false, result: 'invalid' };
     }
     if (!result.ok) return this.failed(result.result);
+    const { previousHolder, generation } = result.record;
+    // The old holder closes its copy's socket (4409) and forgets it (SPEC §12.5).
+    if (previousHolder !== '' && previousHolder !== this.registry.nodeId)
+      this.broker.notify('session_taken', previousHolder, connectionId, generation);
     return { ok: true, record: result.record, token: next };
   }
 
@@ -219,6 +223,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !connection.isResumable || connection.generation >= generation) return;
     this.handOver(connection);
+    if (connection.userId !== null) this.records?.released(connectionId, connection.userId);
   }
 
   /**

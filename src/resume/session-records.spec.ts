@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
-import { ClusterNames } from '../cluster/channels';
+import { ClusterNames, PARTITIONS, partitionOf, sessionMember } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { SessionMovedError } from '../cluster/session-moved.error';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
@@ -65,13 +65,21 @@ describe(SessionRecords.name, () => {
     await Promise.all([first, second]);
     expect(pipelines).toHaveLength(1); // one flush for the tick
     const [write] = pipelines;
-    expect(write[0][0]).toBe('gatewaySessionWriteStart');
-    expect(write[0].slice(1, 4)).toEqual(['p:rs:nodeA-x', 'p:rt:D', 'p:rn:nodeA']);
+    // The connection index, then the record: every key of the record in the user's partition (SPEC §13.3).
+    const p = partitionOf('ann');
+    expect(write[0]).toEqual(['set', `p:ri:{${partitionOf('nodeA-x')}}:nodeA-x`, 'ann', 'PX', expect.any(Number)]);
+    expect(write[1][0]).toBe('gatewaySessionWriteStart');
+    expect(write[1].slice(1, 5)).toEqual([
+      `p:rs:{${p}}:nodeA-x`,
+      `p:rt:{${p}}:D`,
+      `p:rn:{${p}}:nodeA`,
+      `p:ru:{${p}}:ann`,
+    ]);
     // [record, this node, window end, how many fields to set, field/value pairs, fields to delete]
-    expect(write.slice(1)).toEqual([
+    expect(write.slice(2)).toEqual([
       [
         'gatewaySessionWriteChange',
-        'p:rs:nodeA-x',
+        `p:rs:{${p}}:nodeA-x`,
         'nodeA',
         '',
         3,
@@ -87,11 +95,11 @@ describe(SessionRecords.name, () => {
 
     await records.changed('nodeA-x', subscriptions(['c'], [], ['bob']));
     expect(pipelines[1]).toEqual([
-      ['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns'],
+      ['gatewaySessionWriteChange', `p:rs:{${p}}:nodeA-x`, 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns'],
     ]);
 
     await records.detached('nodeA-x', 1234);
-    expect(pipelines[2]).toEqual([['gatewaySessionWriteChange', 'p:rs:nodeA-x', 'nodeA', 1234, 0]]);
+    expect(pipelines[2]).toEqual([['gatewaySessionWriteChange', `p:rs:{${p}}:nodeA-x`, 'nodeA', 1234, 0]]);
   });
 
   it('writes nothing for a session it no longer holds', async () => {
@@ -140,7 +148,7 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
       windowEndAt: 0,
     };
     await a.records.started(start, subscriptions(['t1'], [], null));
-    const taken = await b.records.takeOver(tokenDigest(token), 'default', tokenDigest('token-two'));
+    const taken = await b.records.takeOver('nodeA-x', tokenDigest(token), 'default', tokenDigest('token-two'));
     expect(taken).toMatchObject({
       ok: true,
       record: {
@@ -155,7 +163,7 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
     );
     // Forgotten: a later write for it is not even tried.
     await expect(a.records.detached('nodeA-x', Date.now() + 1000)).resolves.toBeUndefined();
-    const fields = await a.link.command.hgetall(names.session('nodeA-x'));
+    const fields = await a.link.command.hgetall(names.session('ann', 'nodeA-x'));
     expect(fields).toMatchObject({ n: 'nodeB', w: '0', 't:t1': '[0,null]' });
     expect(fields['t:t2']).toBeUndefined();
   });
@@ -173,9 +181,9 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
       windowEndAt: 0,
     };
     await a.records.started(start, subscriptions([], [], null));
-    await a.link.command.del(names.session('nodeA-y'));
+    await a.link.command.del(names.session('ann', 'nodeA-y'));
     await a.records.changed('nodeA-y', subscriptions(['t1'], [], null));
-    expect(await a.link.command.exists(names.session('nodeA-y'))).toBe(0);
+    expect(await a.link.command.exists(names.session('ann', 'nodeA-y'))).toBe(0);
   });
 });
 
@@ -208,13 +216,13 @@ describe('SessionRecords on Redis: what a record holds', () => {
       },
       subscriptions([], [], null),
     );
-    const fields = await link.command.hgetall(names.session('nodeA-big'));
+    const fields = await link.command.hgetall(names.session('ann', 'nodeA-big'));
     const holding = Object.entries(fields)
       .filter(([, value]) => value.length >= 4096)
       .map(([field]) => field);
     expect(holding).toEqual(['a']);
     // Every field counted (the default samples 5 fields and extrapolates).
-    const bytes = (await link.command.memory('USAGE', names.session('nodeA-big'), 'SAMPLES', 0)) as number;
+    const bytes = (await link.command.memory('USAGE', names.session('ann', 'nodeA-big'), 'SAMPLES', 0)) as number;
     expect(bytes).toBeLessThan(12 * 1024);
   });
 });
@@ -257,7 +265,7 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     const b = await nodeRecords(names, 'nodeB');
     await a.records.started(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
     expect(await b.users.revoke('nodeA-r')).toEqual({ holder: 'nodeA' });
-    expect(await b.records.takeOver(tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({
+    expect(await b.records.takeOver('nodeA-r', tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({
       ok: false,
       result: 'expired',
     });
@@ -269,7 +277,7 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     a.records.onEnded((connectionId) => ended.push(connectionId));
     await a.records.rewrite(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
     expect(ended).toEqual(['nodeA-r']);
-    expect(await b.records.takeOver(tokenDigest('tr'), 'default', tokenDigest('tr3'))).toEqual({
+    expect(await b.records.takeOver('nodeA-r', tokenDigest('tr'), 'default', tokenDigest('tr3'))).toEqual({
       ok: false,
       result: 'expired',
     });
@@ -288,13 +296,20 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
 
     const held = await b.users.revokeUser('ann');
     expect(held).toEqual([['nodeB-2', 'nodeB']]);
-    for (const token of ['t1', 't2', 't4'])
-      expect(await b.records.takeOver(tokenDigest(token), 'default', tokenDigest(token + 'x'))).toEqual({
+    for (const [cid, token] of [
+      ['nodeA-1', 't1'],
+      ['nodeB-2', 't2'],
+      ['nodeA-4', 't4'],
+    ])
+      expect(await b.records.takeOver(cid, tokenDigest(token), 'default', tokenDigest(token + 'x'))).toEqual({
         ok: false,
         result: 'expired',
       });
-    expect(await b.records.takeOver(tokenDigest('t3'), 'default', tokenDigest('t3x'))).toMatchObject({ ok: true });
-    expect(await a.link.command.zscore(names.orphanSessions, 'nodeA-1')).toBeNull();
+    expect(await b.records.takeOver('nodeB-3', tokenDigest('t3'), 'default', tokenDigest('t3x'))).toMatchObject({
+      ok: true,
+    });
+    const orphans = names.orphanSessions(partitionOf('ann'));
+    expect(await a.link.command.zscore(orphans, sessionMember('nodeA-1', 'ann'))).toBeNull();
   });
 });
 
@@ -324,8 +339,9 @@ describe('SessionRecords: endpoint 8 and user-wide revocation cost what the user
     const pipeline = r.pipeline();
     for (let i = 0; i < 3000; i++) {
       const cid = `nodeD-${i}`;
+      pipeline.set(names.sessionUser(cid), `u${i}`);
       pipeline.hset(
-        names.session(cid),
+        names.session(`u${i}`, cid),
         'd',
         `d${i}`,
         'u',
@@ -336,15 +352,11 @@ describe('SessionRecords: endpoint 8 and user-wide revocation cost what the user
         Date.now() + 60_000,
         'wm',
         30_000,
-        'uk',
-        names.user(`u${i}`),
-        'us',
-        names.userSessions(`u${i}`),
         'wu',
         '[]',
       );
       pipeline.sadd(names.userSessions(`u${i}`), cid);
-      pipeline.zadd(names.orphanSessions, Date.now() + 60_000, cid);
+      pipeline.zadd(names.orphanSessions(partitionOf(`u${i}`)), Date.now() + 60_000, sessionMember(cid, `u${i}`));
       pipeline.hset(names.user(`u${i}`), 'c:*', 1, 's', 'active');
     }
     await pipeline.exec();
@@ -362,8 +374,11 @@ describe('SessionRecords: endpoint 8 and user-wide revocation cost what the user
     expect(scripts.length).toBeGreaterThan(0);
     // A scan of 3,000 orphans took about 4,500 µs of Redis time; through the user's index a run takes 30-100 µs.
     expect(scripts.map((entry) => entry[2]).filter((us) => us > 1000)).toEqual([]);
-    expect(await r.zscore(names.orphanSessions, 'nodeD-7')).toBeNull();
-    expect(await r.hget(names.session('nodeD-8'), 'wu')).toBe('["bob"]');
-    expect(await r.zcard(names.orphanSessions)).toBe(2998);
+    expect(await r.zscore(names.orphanSessions(partitionOf('u7')), sessionMember('nodeD-7', 'u7'))).toBeNull();
+    expect(await r.hget(names.session('u8', 'nodeD-8'), 'wu')).toBe('["bob"]');
+    const counts = await Promise.all(
+      Array.from({ length: PARTITIONS }, (_, partition) => r.zcard(names.orphanSessions(partition))),
+    );
+    expect(counts.reduce((sum, count) => sum + count, 0)).toBe(2998);
   });
 });

@@ -1,13 +1,15 @@
 import { Logger } from '@nestjs/common';
 import { TopicPosition } from '../protocol/topic-position';
-import { ClusterNames } from '../cluster/channels';
+import { ClusterNames, parseSessionMember, partitionOf, sessionMember } from '../cluster/channels';
+import { PartitionWalk } from '../cluster/partition-walk';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
 import { SessionMovedError } from '../cluster/session-moved.error';
 import {
   AFTER_WINDOW_MS,
   EDIT_ORPHAN,
-  END_ORPHANS,
+  END_ORPHAN,
+  ENDED,
   ORPHAN,
   ORPHAN_BATCH,
   ORPHAN_POLL_MS,
@@ -143,8 +145,12 @@ export class SessionRecords {
   private readonly logger = new Logger(SessionRecords.name);
   private readonly takeoverScript: Script;
   private readonly orphanScript: Script;
-  private readonly endOrphansScript: Script;
+  private readonly endOrphanScript: Script;
   private readonly editOrphanScript: Script;
+  private readonly endedScript: Script;
+  private readonly walk: PartitionWalk;
+  /** The user of each session whose record this node writes (the record lives in the user's partition). */
+  private readonly userOf = new Map<string, string>();
   private onEndedListener: (connectionId: string) => void = () => undefined;
   private readonly writeStartName = 'gatewaySessionWriteStart';
   private readonly writeChangeName = 'gatewaySessionWriteChange';
@@ -165,10 +171,12 @@ export class SessionRecords {
     private readonly held: () => Iterable<HeldSession>,
     private readonly restart: () => Iterable<[SessionStart, SessionSubscriptions]> = () => [],
   ) {
-    this.takeoverScript = link.script('gatewaySessionTakeover', 1, TAKEOVER);
-    this.orphanScript = link.script('gatewaySessionOrphan', 0, ORPHAN);
-    this.endOrphansScript = link.script('gatewaySessionEndOrphans', 0, END_ORPHANS);
-    this.editOrphanScript = link.script('gatewaySessionEditOrphan', 0, EDIT_ORPHAN);
+    this.takeoverScript = link.script('gatewaySessionTakeover', 9, TAKEOVER);
+    this.orphanScript = link.script('gatewaySessionOrphan', 5, ORPHAN);
+    this.endOrphanScript = link.script('gatewaySessionEndOrphan', 7, END_ORPHAN);
+    this.editOrphanScript = link.script('gatewaySessionEditOrphan', 1, EDIT_ORPHAN);
+    this.endedScript = link.script('gatewaySessionEnded', 4, ENDED);
+    this.walk = new PartitionWalk(link);
     link.script(this.writeStartName, 4, WRITE_START);
     link.script(this.writeChangeName, 1, WRITE_CHANGE);
     // After a reconnection Redis may have lost the records (or missed changes made while it was down),
@@ -222,6 +230,7 @@ export class SessionRecords {
 
   /** This node rebuilt the session from its record: what is in Redis is what it wrote. */
   adopted(record: SessionRecord): void {
+    this.userOf.set(record.connectionId, record.userId);
     this.written.set(record.connectionId, {
       topics: new Set(record.topics.keys()),
       namespaces: new Set(record.namespaces),
@@ -232,21 +241,71 @@ export class SessionRecords {
   forget(connectionId: string): void {
     this.written.delete(connectionId);
     this.pending.delete(connectionId);
+    this.userOf.delete(connectionId);
   }
 
-  /** SPEC §12.3/12.5: take the session of the token `digest` over, or say why not. */
-  async takeOver(digest: string, handlerName: string, newDigest: string): Promise<TakeoverResult> {
-    const args = [digest, handlerName, this.nodeId, newDigest, ATTACHED_TTL_MS, this.names.prefix];
-    const reply = (await this.takeoverScript([this.names.sessionToken(digest)], args)) as [
-      string,
-      string?,
-      string?,
-      number?,
-      string?,
-      string[]?,
+  /**
+   * The connection of a session this node holds closed for good: its record
+   * becomes its end mark. Resolves to whether its connection leaves here
+   * (false when another node took it over, or a reaper orphaned it).
+   */
+  async ended(connectionId: string, userId: string): Promise<boolean> {
+    const partition = partitionOf(userId);
+    const keys = [
+      this.names.session(userId, connectionId),
+      this.names.endedTokens(partition),
+      this.names.nodeSessions(partition, this.nodeId),
+      this.names.userSessions(userId),
     ];
+    const args = [this.nodeId, connectionId, sessionMember(connectionId, userId)];
+    return (await this.endedScript(keys, args)) === 1;
+  }
+
+  /** Another node took the session over: it leaves this node's set (the takeover moved the rest). */
+  released(connectionId: string, userId: string): void {
+    const set = this.names.nodeSessions(partitionOf(userId), this.nodeId);
+    this.link.command.srem(set, sessionMember(connectionId, userId)).catch(() => undefined);
+  }
+
+  /**
+   * SPEC §12.3/12.5: take the session `connectionId` (as the token names it,
+   * unverified) of the token `digest` over, or say why not. The session's
+   * user, hence the partition of its record, comes from the connection
+   * index first.
+   */
+  async takeOver(
+    connectionId: string,
+    digest: string,
+    handlerName: string,
+    newDigest: string,
+  ): Promise<TakeoverResult> {
+    const userId = await this.userOfRecord(connectionId);
+    if (userId === null) return { ok: false, result: 'invalid' };
+    const partition = partitionOf(userId);
+    const keys = [
+      this.names.sessionToken(userId, digest),
+      this.names.session(userId, connectionId),
+      this.names.sessionToken(userId, newDigest),
+      this.names.user(userId),
+      this.names.nodeUsers(partition, this.nodeId),
+      this.names.nodeSessions(partition, this.nodeId),
+      this.names.orphanSessions(partition),
+      this.names.deadlines(partition),
+      this.names.endedTokens(partition),
+    ];
+    const args = [
+      digest,
+      handlerName,
+      this.nodeId,
+      newDigest,
+      ATTACHED_TTL_MS,
+      connectionId,
+      userId,
+      sessionMember(connectionId, userId),
+    ];
+    const reply = (await this.takeoverScript(keys, args)) as [string, string?, string?, number?, string?, string[]?];
     if (reply[0] !== 'ok') return { ok: false, result: reply[0] === 'expired' ? 'expired' : 'invalid' };
-    const [, connectionId, previousHolder, generation, deadline, flat] = reply as [
+    const [, , previousHolder, generation, deadline, flat] = reply as [
       string,
       string,
       string,
@@ -287,7 +346,10 @@ export class SessionRecords {
    * no such session.
    */
   async orphaned(connectionId: string): Promise<OrphanedSession | null> {
-    const record = await this.link.timed('hgetall', this.link.command.hgetall(this.names.session(connectionId)));
+    const userId = await this.userOfRecord(connectionId);
+    if (userId === null) return null;
+    const key = this.names.session(userId, connectionId);
+    const record = await this.link.timed('hgetall', this.link.command.hgetall(key));
     if (record.n !== '' || record.u === undefined) return null;
     const fields = Object.keys(record);
     return {
@@ -301,7 +363,34 @@ export class SessionRecords {
 
   /** The node holding a session, '' when none does (orphaned), null when there is no such session. */
   async holderOf(connectionId: string): Promise<string | null> {
-    return this.link.command.hget(this.names.session(connectionId), 'n');
+    const userId = await this.userOfRecord(connectionId);
+    if (userId === null) return null;
+    return this.link.command.hget(this.names.session(userId, connectionId), 'n');
+  }
+
+  /** The user of the session `connectionId` as the connection index has it; null when Redis knows no such session. */
+  private async userOfRecord(connectionId: string): Promise<string | null> {
+    const userId = await this.link.timed('get', this.link.command.get(this.names.sessionUser(connectionId)));
+    return userId === '' ? null : userId;
+  }
+
+  /**
+   * End the orphaned session `connectionId` of `userId` (its window ended:
+   * `whenDue`, or a /v1 disconnect). Resolves to whether it ended here.
+   */
+  private async endOrphan(connectionId: string, userId: string, whenDue: boolean): Promise<boolean> {
+    const partition = partitionOf(userId);
+    const keys = [
+      this.names.session(userId, connectionId),
+      this.names.orphanSessions(partition),
+      this.names.userSessions(userId),
+      this.names.user(userId),
+      this.names.deadlines(partition),
+      this.names.statusFloor(partition),
+      this.names.endedTokens(partition),
+    ];
+    const args = [sessionMember(connectionId, userId), connectionId, userId, SCRIPT_ORIGIN, whenDue ? '1' : '0'];
+    return (await this.endOrphanScript(keys, args)) === 1;
   }
 
   /**
@@ -313,11 +402,12 @@ export class SessionRecords {
     const field = edit.op === 'set' || edit.op === 'add' || edit.op === 'del' ? edit.field : '';
     const value =
       edit.op === 'set' || edit.op === 'add' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
-    const reply = (await this.editOrphanScript(
-      [],
-      [this.names.prefix, connectionId, edit.op, field, value, SCRIPT_ORIGIN],
-    )) as string | null;
-    return reply;
+    const userId = await this.userOfRecord(connectionId);
+    if (userId === null) return null;
+    const key = this.names.session(userId, connectionId);
+    if (edit.op !== 'end') return (await this.editOrphanScript([key], [edit.op, field, value])) as string | null;
+    if (await this.endOrphan(connectionId, userId, false)) return '';
+    return this.link.command.hget(key, 'n'); // held by a node now (it gets the command), or gone
   }
 
   /**
@@ -326,10 +416,21 @@ export class SessionRecords {
    */
   async orphan(nodeId: string): Promise<void> {
     if (nodeId === this.nodeId) this.isStopped = true;
-    const count = (await this.orphanScript(
-      [],
-      [nodeId, this.names.prefix, nodeId === this.nodeId ? '0' : '1'],
-    )) as number;
+    const parts = await this.walk.members((partition) => this.names.nodeSessions(partition, nodeId));
+    const orphaned = parts.flatMap(({ partition, members }) =>
+      members.map((member) => {
+        const { connectionId, userId } = parseSessionMember(member);
+        const keys = [
+          this.names.session(userId, connectionId),
+          this.names.user(userId),
+          this.names.nodeUsers(partition, nodeId),
+          this.names.nodeSessions(partition, nodeId),
+          this.names.orphanSessions(partition),
+        ];
+        return this.orphanScript(keys, [nodeId, member, userId]) as Promise<number>;
+      }),
+    );
+    const count = (await Promise.all(orphaned)).reduce((sum, one) => sum + one, 0);
     if (count > 0) this.logger.log({ msg: 'sessions detached from their node', node: nodeId, sessions: count });
   }
 
@@ -343,6 +444,7 @@ export class SessionRecords {
   /** Rejects with SessionMovedError when another node took the session over meanwhile (nothing written). */
   private queue(connectionId: string, change: Change): Promise<void> {
     if (this.isStopped || !this.link.isWritable) return Promise.resolve();
+    if (change.start !== undefined) this.userOf.set(connectionId, change.start.userId);
     const known = this.pending.get(connectionId);
     this.pending.set(connectionId, { ...known, ...change });
     // One pipeline per tick for every session that changed in it.
@@ -371,32 +473,35 @@ export class SessionRecords {
     const starts = new Map<number, string>();
     let commands = 0;
     for (const [connectionId, change] of batch) {
-      const key = this.names.session(connectionId);
+      const userId = this.userOf.get(connectionId);
+      if (userId === undefined) continue; // not ours (any more)
+      const key = this.names.session(userId, connectionId);
       const start = change.start;
       if (start !== undefined) {
+        // The connection index first: a resume or a /v1 command naming the connection finds the record by it.
+        pipeline.set(this.names.sessionUser(connectionId), userId, 'PX', this.keepMs);
+        commands++;
         const keys = [
           key,
-          this.names.sessionToken(start.digest),
-          this.names.nodeSessions(this.nodeId),
-          this.names.userSessions(start.userId),
+          this.names.sessionToken(userId, start.digest),
+          this.names.nodeSessions(partitionOf(userId), this.nodeId),
+          this.names.userSessions(userId),
         ];
         const args = [
           this.nodeId,
           ATTACHED_TTL_MS,
           start.digest,
-          start.userId,
+          userId,
           start.authJson,
           start.handlerName,
           this.windowMs,
-        ];
-        const more = [
-          this.names.channel('u', start.userId),
           start.windowEndAt,
           connectionId,
           change.isRestart === true ? '1' : '0',
           start.authEndsAt ?? 0,
+          sessionMember(connectionId, userId),
         ];
-        pipeline[this.writeStartName](...keys, ...args, ...more);
+        pipeline[this.writeStartName](...keys, ...args);
         starts.set(commands++, connectionId);
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
@@ -448,25 +553,37 @@ export class SessionRecords {
     return [fields, gone];
   }
 
-  /** Keep this node's attached sessions' records (and tokens) alive; detached ones expire after their window. */
+  /**
+   * How long a token, the connection index, a user's sessions set and a
+   * node's set live unrefreshed: longer than any record they name can (an
+   * attached record unrefreshed, then orphaned, then its whole window).
+   */
+  private get keepMs(): number {
+    return ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS;
+  }
+
+  /**
+   * Keep this node's sessions' keys alive: attached records, and every
+   * session's token, connection index, user's set and this node's sets;
+   * detached records expire after their window.
+   */
   private async refresh(): Promise<void> {
     if (this.isStopped || !this.link.isUp) return;
     const pipeline = this.link.command.pipeline();
-    let count = 0;
     const users = new Set<string>();
+    const partitions = new Set<number>();
     for (const session of this.held()) {
-      count++;
-      // The user's sessions set lives as long as the longest record in it may.
-      if (!users.has(session.userId))
-        pipeline.pexpire(this.names.userSessions(session.userId), ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS);
-      users.add(session.userId);
-      if (session.isDetached) continue;
-      pipeline.pexpire(this.names.session(session.connectionId), ATTACHED_TTL_MS);
-      pipeline.pexpire(this.names.sessionToken(session.digest), ATTACHED_TTL_MS);
+      const { connectionId, userId } = session;
+      if (!users.has(userId)) pipeline.pexpire(this.names.userSessions(userId), this.keepMs);
+      users.add(userId);
+      partitions.add(partitionOf(userId));
+      pipeline.pexpire(this.names.sessionToken(userId, session.digest), this.keepMs);
+      pipeline.pexpire(this.names.sessionUser(connectionId), this.keepMs);
+      if (!session.isDetached) pipeline.pexpire(this.names.session(userId, connectionId), ATTACHED_TTL_MS);
     }
-    if (count === 0) return;
-    // The node's set goes by itself too if every node stops for good (a reaper deletes it otherwise).
-    pipeline.pexpire(this.names.nodeSessions(this.nodeId), ATTACHED_TTL_MS + this.windowMs + AFTER_WINDOW_MS);
+    if (users.size === 0) return;
+    // The node's sets go by themselves too if every node stops for good (a reaper deletes them otherwise).
+    for (const partition of partitions) pipeline.pexpire(this.names.nodeSessions(partition, this.nodeId), this.keepMs);
     await pipeline.exec().catch(() => undefined);
   }
 
@@ -479,11 +596,19 @@ export class SessionRecords {
     this.orphanTimer.unref();
   }
 
+  /** Orphaned sessions whose window ended, every partition's read at once: each ends as if its connection closed then. */
   private async endOrphans(): Promise<void> {
     if (!this.link.isUp) return;
     try {
-      const ended = (await this.endOrphansScript([], [this.names.prefix, ORPHAN_BATCH, SCRIPT_ORIGIN])) as string[];
-      if (ended.length > 0) this.logger.log({ msg: 'orphaned sessions ended: window over', sessions: ended.length });
+      const due = await this.walk.due((partition) => this.names.orphanSessions(partition), ORPHAN_BATCH);
+      const ends = due.flatMap(({ members }) =>
+        members.map((member) => {
+          const { connectionId, userId } = parseSessionMember(member);
+          return this.endOrphan(connectionId, userId, true);
+        }),
+      );
+      const ended = (await Promise.all(ends)).filter((one) => one).length;
+      if (ended > 0) this.logger.log({ msg: 'orphaned sessions ended: window over', sessions: ended });
     } catch (err) {
       this.logger.debug({ msg: 'orphaned sessions check failed', error: (err as Error).message });
     }

@@ -1,8 +1,8 @@
 /**
  * The Lua scripts over one user's resumable sessions in Redis (SPEC §12.2,
  * §12.6): revocation, and endpoint 8 for the sessions no node holds. Each
- * takes every key it touches in KEYS (the user's keys carry the user's
- * partition tag; the records do not yet), and builds none.
+ * takes every key it touches in KEYS, all in the user's partition
+ * (SPEC §13.3), and builds none.
  */
 import { NOW, ORPHAN_LEAVES } from './session-record-scripts';
 
@@ -16,12 +16,12 @@ export const REVOKED_TTL_MS = 24 * 3600_000;
 
 /**
  * Lua: whether the user's sessions set KEYS[1] holds exactly the connection
- * ids the caller read (ARGV from `first`), whose records are KEYS[2…]: a
+ * ids the caller read (ARGV[first…last]), whose records are KEYS[2…]: a
  * session that started in between makes the caller read again.
  */
-const SAME_MEMBERS = `local function sameMembers(first)
+const SAME_MEMBERS = `local function sameMembers(first, last)
   local given = {}
-  for i = first, #ARGV do given[ARGV[i]] = true end
+  for i = first, last do given[ARGV[i]] = true end
   for _, cid in ipairs(redis.call('SMEMBERS', KEYS[1])) do
     if not given[cid] then return false end
   end
@@ -32,7 +32,7 @@ end`;
 // only that user's sessions are read. KEYS: the user's sessions set, then the record of each. ARGV: JSON list of
 // users to add, then the connection ids (as KEYS[2…]). Returns 'retry' when the set changed since it was read.
 export const WATCH_USER_ORPHANS = `${SAME_MEMBERS}
-if not sameMembers(2) then return 'retry' end
+if not sameMembers(2, #ARGV) then return 'retry' end
 local adds = cjson.decode(ARGV[1])
 for i = 2, #KEYS do
   local rk = KEYS[i]
@@ -54,11 +54,12 @@ return 'ok'`;
  * it now, '' for none; `u`), which every takeover and every rewrite checks,
  * for {@link REVOKED_TTL_MS}. An orphan ends here as its window end would
  * (its '*' count goes); a held one keeps its count and its place in `us`
- * until its holder ends its copy (the presence leave script). Returns the
- * holder ('' none), or false when Redis has no record of the session.
+ * until its holder ends its copy (the record's end step). `member` is the
+ * session's member of the orphans `ro`. Returns the holder ('' none), or
+ * false when Redis has no record of the session.
  */
 const REVOKE_ONE = `${ORPHAN_LEAVES}
-local function revoke(rk, cid, us, uk, ro, deadlines, sv, now, origin)
+local function revoke(rk, cid, member, us, uk, ro, deadlines, sv, now, origin)
   local r = redis.call('HMGET', rk, 'n', 'x', 'u')
   if r[2] then return r[2] end
   if not r[1] then return false end
@@ -67,7 +68,7 @@ local function revoke(rk, cid, us, uk, ro, deadlines, sv, now, origin)
   redis.call('HSET', rk, 'x', holder, 'u', r[3] or '')
   redis.call('PEXPIRE', rk, ${REVOKED_TTL_MS})
   if holder == '' then
-    redis.call('ZREM', ro, cid)
+    redis.call('ZREM', ro, member)
     redis.call('SREM', us, cid)
     orphanLeaves(uk, deadlines, sv, now, origin)
   end
@@ -75,26 +76,31 @@ local function revoke(rk, cid, us, uk, ro, deadlines, sv, now, origin)
 end`;
 
 // DELETE /v1/connection/<cid> (SPEC §12.6). KEYS: the record, the user's sessions set, the user's hash,
-// orphans, deadlines, status floor. ARGV: connection id, origin head.
+// the partition's orphans, deadlines and status floor. ARGV: connection id, its member, origin head.
 // Returns {holder} ('' when no node holds it), or {} when Redis has no record of it.
 export const REVOKE = `${NOW}
 ${REVOKE_ONE}
-local holder = revoke(KEYS[1], ARGV[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], KEYS[6], now, ARGV[2])
+local rk, userSessions, userKey, orphans, deadlines, floor = unpack(KEYS)
+local cid, member, origin = unpack(ARGV)
+local holder = revoke(rk, cid, member, userSessions, userKey, orphans, deadlines, floor, now, origin)
 if holder == false then return {} end
 return {holder}`;
 
 // DELETE /v1/user/<user>/connections (SPEC §12.6) for every session of the user Redis has a record of.
-// KEYS: the user's sessions set, the user's hash, orphans, deadlines, status floor, then the record of each
-// session. ARGV: origin head, then the connection ids (as KEYS[6…]). Returns 'retry' when the set changed
-// since it was read, else {cid, holder, …} for the sessions a node holds (it must end its copy).
+// KEYS: the user's sessions set, the user's hash, the partition's orphans, deadlines and status floor, then
+// the record of each session. ARGV: origin head, then the connection ids (as KEYS[6…]), then their members
+// (in the same order). Returns 'retry' when the set changed since it was read, else {cid, holder, …} for the
+// sessions a node holds (it must end its copy).
 export const REVOKE_USER = `${NOW}
 ${REVOKE_ONE}
 ${SAME_MEMBERS}
-if not sameMembers(2) then return 'retry' end
+local userSessions, userKey, orphans, deadlines, floor = KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5]
+local origin, count = ARGV[1], #KEYS - 5
+if not sameMembers(2, 1 + count) then return 'retry' end
 local out = {}
 for i = 6, #KEYS do
-  local cid = ARGV[i - 4]
-  local holder = revoke(KEYS[i], cid, KEYS[1], KEYS[2], KEYS[3], KEYS[4], KEYS[5], now, ARGV[1])
+  local cid, member = ARGV[i - 4], ARGV[i - 4 + count]
+  local holder = revoke(KEYS[i], cid, member, userSessions, userKey, orphans, deadlines, floor, now, origin)
   if holder == false then
     redis.call('SREM', KEYS[1], cid)
   elseif holder ~= '' then

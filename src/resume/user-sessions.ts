@@ -1,4 +1,4 @@
-import { ClusterNames } from '../cluster/channels';
+import { ClusterNames, partitionOf, sessionMember } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { SCRIPT_ORIGIN } from './session-record-scripts';
 import { REVOKE, REVOKE_USER, WATCH_USER_ORPHANS } from './user-session-scripts';
@@ -47,17 +47,11 @@ export class UserSessions {
    * Rejects when Redis cannot be reached (nothing was recorded).
    */
   async revoke(connectionId: string): Promise<Revocation> {
-    const userId = await this.link.timed('hget', this.link.command.hget(this.names.session(connectionId), 'u'));
+    const userId = await this.link.timed('get', this.link.command.get(this.names.sessionUser(connectionId)));
     if (userId === null || userId === '') return { holder: null };
-    const keys = [
-      this.names.session(connectionId),
-      this.names.userSessions(userId),
-      this.names.user(userId),
-      this.names.orphanSessions,
-      this.names.deadlines,
-      this.names.statusFloor,
-    ];
-    const reply = (await this.revokeScript(keys, [connectionId, SCRIPT_ORIGIN])) as string[];
+    const keys = [this.names.session(userId, connectionId), this.names.userSessions(userId), ...this.userKeys(userId)];
+    const args = [connectionId, sessionMember(connectionId, userId), SCRIPT_ORIGIN];
+    const reply = (await this.revokeScript(keys, args)) as string[];
     return { holder: reply.length === 0 ? null : reply[0] };
   }
 
@@ -67,8 +61,13 @@ export class UserSessions {
    * copy. Rejects when Redis cannot be reached.
    */
   async revokeUser(userId: string): Promise<HeldRevocations> {
-    const keys = [this.names.user(userId), this.names.orphanSessions, this.names.deadlines, this.names.statusFloor];
-    const flat = (await this.overSessionsOf(userId, this.revokeUserScript, keys, [SCRIPT_ORIGIN])) as string[];
+    const flat = (await this.overSessionsOf(
+      userId,
+      this.revokeUserScript,
+      this.userKeys(userId),
+      [SCRIPT_ORIGIN],
+      (ids) => ids.map((id) => sessionMember(id, userId)),
+    )) as string[];
     const held: Array<[string, string]> = [];
     for (let i = 0; i < flat.length; i += 2) held.push([flat[i], flat[i + 1]]);
     return held;
@@ -81,7 +80,7 @@ export class UserSessions {
     const holders =
       (await this.link.timed(
         'hget',
-        this.link.command.pipeline(ids.map((id) => ['hget', this.names.session(id), 'n'])).exec(),
+        this.link.command.pipeline(ids.map((id) => ['hget', this.names.session(userId, id), 'n'])).exec(),
       )) ?? [];
     return ids.filter((_, i) => holders[i]?.[1] === '');
   }
@@ -91,25 +90,37 @@ export class UserSessions {
     await this.overSessionsOf(userId, this.watchOrphansScript, [], [JSON.stringify(userIds)]);
   }
 
+  /** The user hash, then the partition's orphans, deadlines and status floor. */
+  private userKeys(userId: string): string[] {
+    const partition = partitionOf(userId);
+    return [
+      this.names.user(userId),
+      this.names.orphanSessions(partition),
+      this.names.deadlines(partition),
+      this.names.statusFloor(partition),
+    ];
+  }
+
   /**
    * Run `script` over the sessions of `userId`: their ids are read from
    * the user's set, then the script gets the set, `keys` and each record as
-   * KEYS (every key it touches), `args` then the ids as ARGV; it answers
-   * 'retry' when the set changed in between. Two round trips; one when Redis
-   * has no session of the user.
+   * KEYS (every key it touches), `args`, the ids, then `more(ids)` as ARGV;
+   * it answers 'retry' when the set changed in between. Two round trips;
+   * one when Redis has no session of the user.
    */
   private async overSessionsOf(
     userId: string,
     script: Script,
     keys: readonly string[],
     args: readonly string[],
+    more: (ids: readonly string[]) => readonly string[] = () => [],
   ): Promise<unknown> {
     const set = this.names.userSessions(userId);
     for (let tries = 0; tries < USER_SET_TRIES; tries++) {
       const ids = await this.link.timed('smembers', this.link.command.smembers(set));
       if (ids.length === 0) return [];
-      const allKeys = [set, ...keys, ...ids.map((id) => this.names.session(id))];
-      const reply = await script(allKeys, [...args, ...ids]);
+      const allKeys = [set, ...keys, ...ids.map((id) => this.names.session(userId, id))];
+      const reply = await script(allKeys, [...args, ...ids, ...more(ids)]);
       if (reply !== 'retry') return reply;
     }
     throw new Error(`the sessions of a user kept changing (${USER_SET_TRIES} reads)`);

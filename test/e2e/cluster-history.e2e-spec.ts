@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { ClusterNames } from '../../src/cluster/channels';
 import { TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
 import { TestGateway } from './harness/gateway';
 import { untilRedisHas } from './harness/cluster-nodes';
@@ -511,7 +512,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       try {
         await untilRedisHas(
           probe,
-          async (r) => (await r.exists(`${cluster.prefix}rs:${cid}`)) === 1,
+          async (r) => (await r.exists(new ClusterNames(cluster.prefix).session('ann', cid))) === 1,
           'the session record written again',
         );
       } finally {

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { ClusterNames } from '../../src/cluster/channels';
 import { ChildGateway } from './harness/child-gateway';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
 import { ProcessCluster, StatusMirror, untilRedisHas, untilRedisState } from './harness/cluster-nodes';
@@ -191,12 +192,12 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       // The takeover by node B as node A sees it before the notice arrives: the record names B.
       const redis = new Redis(TEST_REDIS_URL);
       try {
-        await redis.hset(`${c.prefix}rs:${cid}`, 'n', 'nodeB');
+        await redis.hset(new ClusterNames(c.prefix).session('ann', cid), 'n', 'nodeB');
         await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
         // Node A learnt it from its record write: its copy is handed over (4409), never written into B's record.
         expect(await client.closed(3000)).toEqual({ code: 4409, reason: 'session_resumed' });
-        expect(await redis.hget(`${c.prefix}rs:${cid}`, 't:t2')).toBeNull();
-        expect(await redis.hget(`${c.prefix}rs:${cid}`, 'n')).toBe('nodeB');
+        expect(await redis.hget(new ClusterNames(c.prefix).session('ann', cid), 't:t2')).toBeNull();
+        expect(await redis.hget(new ClusterNames(c.prefix).session('ann', cid), 'n')).toBe('nodeB');
       } finally {
         redis.disconnect();
       }
@@ -282,7 +283,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       try {
         await untilRedisHas(
           redis,
-          async (r) => (await r.exists(`${c.prefix}rs:${older.cid}`)) === 0,
+          async (r) => (await r.exists(new ClusterNames(c.prefix).session('mal', older.cid))) === 0,
           "the older session's record gone",
         );
       } finally {
@@ -322,8 +323,9 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       // One small key of the session, gone with its window.
       const redis = new Redis(TEST_REDIS_URL);
       try {
-        expect(await redis.get(`${c.prefix}rr:${cid}`)).toBe('10'); // the resumes that succeeded; refused ones count nothing
-        expect(await redis.pttl(`${c.prefix}rr:${cid}`)).toBeLessThanOrEqual(10_000);
+        const rate = new ClusterNames(c.prefix).resumeRate(cid);
+        expect(await redis.get(rate)).toBe('10'); // the resumes that succeeded; refused ones count nothing
+        expect(await redis.pttl(rate)).toBeLessThanOrEqual(10_000);
       } finally {
         redis.disconnect();
       }
@@ -350,7 +352,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       await expectNothingMore(expired.client);
       const redis = new Redis(TEST_REDIS_URL);
       try {
-        expect(await redis.exists(`${c.prefix}rs:${cid}`)).toBe(0);
+        expect(await redis.exists(new ClusterNames(c.prefix).session('ann', cid))).toBe(0);
       } finally {
         redis.disconnect();
       }
@@ -439,7 +441,7 @@ handlers:
       try {
         await untilRedisHas(
           probe,
-          async (r) => (await r.hget(`${prefix}rs:${cid}`, 't:t1')) !== null,
+          async (r) => (await r.hget(new ClusterNames(prefix).session('ann', cid), 't:t1')) !== null,
           'the record written again',
         );
       } finally {
@@ -606,7 +608,7 @@ handlers:
       try {
         await untilRedisHas(
           redis,
-          async (r) => (await r.zscore(`${prefix}ro`, cid)) !== null,
+          async (r) => (await r.hget(new ClusterNames(prefix).session('ann', cid), 'n')) === '',
           'the orphaned session',
           20_000,
         );

@@ -1,4 +1,5 @@
 import Redis from 'ioredis';
+import { ClusterNames, partitionOf, sessionMember } from '../../src/cluster/channels';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
 import { ProcessCluster, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
@@ -371,8 +372,12 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       ).toEqual([]);
       const redis = new Redis(TEST_REDIS_URL);
       try {
-        expect(await redis.zscore(`${prefix}ro`, first.cid)).toBeNull();
-        expect(await redis.zscore(`${prefix}ro`, second.cid)).toBeNull();
+        const names = new ClusterNames(prefix);
+        for (const [user, cid] of [
+          ['ona', first.cid],
+          ['ona2', second.cid],
+        ])
+          expect(await redis.zscore(names.orphanSessions(partitionOf(user)), sessionMember(cid, user))).toBeNull();
       } finally {
         redis.disconnect();
       }

@@ -1,3 +1,4 @@
+import { PARTITIONS } from '../../src/cluster/channels';
 import { within } from '../e2e/harness/wait';
 import { ApiReply, apiReply, closeApiSockets } from './lib/api-reply';
 import { Frame, LoadClient, SEED, rng } from './lib/clients';
@@ -636,10 +637,13 @@ describe('cluster fault injection (issue 17)', () => {
     const errorLines = slots.flatMap((slot) => [...slot.retired, slot.gateway].flatMap((g) => g.errorLines));
     checks.check('no error-level log line', errorLines.length === 0, errorLines.slice(0, 5));
 
-    // Redis stays bounded: keys per user, node and namespace, and little memory.
+    // Redis stays bounded: keys per user, node and namespace, and little memory. A partition a member lives in
+    // (SPEC §13.3) holds at most its deadlines, status floor, orphans and ended tokens, and each node's users and
+    // sessions of it.
     const usage = await redisUsage(usageUrl());
     const nodeIdsEver = slots.reduce((n, slot) => n + slot.generation + 1, 0);
-    const keyBound = MEMBERS + 2 * NODES + (NODES + 1) * NAMESPACES + 5 * (nodeIdsEver + 1) + 3 * NAMESPACES + 10;
+    const perPartition = (4 + 2 * nodeIdsEver) * Math.min(MEMBERS, PARTITIONS);
+    const keyBound = MEMBERS + perPartition + (NODES + 1) * NAMESPACES + 5 * (nodeIdsEver + 1) + 3 * NAMESPACES + 10;
     checks.check('Redis keys bounded', usage.keys <= keyBound, {
       keys: usage.keys,
       bound: keyBound,
