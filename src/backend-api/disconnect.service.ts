@@ -1,6 +1,7 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
+import type { Whereabouts } from '../cluster/whereabouts';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_DISCONNECTED, REASON_DISCONNECTED } from '../protocol/close-codes';
@@ -74,21 +75,22 @@ export class DisconnectService implements OnModuleInit {
   }
 
   private async revoke(userSessions: UserSessions, connectionId: string, local: Connection | undefined): Promise<void> {
-    let holder: string | null;
+    let where: Whereabouts;
     try {
-      ({ holder } = await userSessions.revoke(connectionId));
+      where = await userSessions.revoke(connectionId);
     } catch (err) {
       // Not recorded: what this node holds of it ends anyway, and the backend retries (through another node).
       if (local !== undefined) this.end(local);
       throw unrecorded(err);
     }
     // No record in Redis: a pending connection, or an unknown id, on the node its id names.
-    if (holder === null) return this.broker.toOwner('connection_disconnect', connectionId, null);
+    if (where.kind === 'gone') return this.broker.toOwner('connection_disconnect', connectionId, null);
     this.resumables.markRevoked(connectionId);
     const stale = this.registry.get(connectionId);
-    if (stale !== undefined && holder !== this.registry.nodeId) this.resumables.dropStale(stale);
-    if (holder === '') return; // held by no node: it ended in Redis
-    await confirmed(this.broker.toNode('connection_disconnect', holder, connectionId, null));
+    const isHeldHere = where.kind === 'held' && where.node === this.registry.nodeId;
+    if (stale !== undefined && !isHeldHere) this.resumables.dropStale(stale);
+    if (where.kind === 'orphaned') return; // held by no node: it ended in Redis
+    await confirmed(this.broker.toNode('connection_disconnect', where.node, connectionId, null));
   }
 
   private applyToConnection(connectionId: string): void {

@@ -6,7 +6,7 @@ import { ClusterNames } from './channels';
 import { NodeLiveness } from './node-liveness';
 import { RedisBroker } from './redis-broker';
 import { RedisLink } from './redis-link';
-import { SessionMovedError } from './session-moved.error';
+import { movedTo } from './whereabouts';
 
 /** Redis of the test run: TEST_REDIS_URL, else 6379 (the jest globalSetup starts a private one when none answers). */
 const REDIS_URL = process.env.TEST_REDIS_URL ?? 'redis://127.0.0.1:6379';
@@ -153,13 +153,13 @@ describe('RedisBroker batching', () => {
 });
 
 describe('RedisBroker with a session that moved while its command ran', () => {
-  it("sends a command refused by the session's record (SessionMovedError) on to the node that holds it now", async () => {
+  it("sends a command refused by the session's record (Moved) on to the node that holds it now", async () => {
     const pair = await redisPair();
     try {
       const seen: string[] = [];
       pair.a.handle<string>('sub', (cid) => {
         seen.push(`a:${cid}`);
-        throw new SessionMovedError('nodeB');
+        return Promise.resolve(movedTo('nodeB'));
       });
       pair.b.handle<string>('sub', (cid) => void seen.push(`b:${cid}`));
       await pair.a.toOwner('sub', 'nodeA-x', 't');

@@ -1,4 +1,5 @@
 import type { ChannelKind } from './channels';
+import type { Moved, Whereabouts } from './whereabouts';
 
 /**
  * How a command's data crosses nodes: to a JSON-able value and back. The
@@ -16,7 +17,12 @@ export interface DataCodec<T> {
  * resolves when the effect is in place, e.g. once a channel subscription is
  * acknowledged (SPEC §11 "read your writes").
  */
-export type CommandHandler<T> = (target: string, data: T) => void | Promise<void>;
+/**
+ * Applies one command here. A command for a resumable session resolves to
+ * {@link Moved} when the session's record says another node holds it now
+ * (the broker sends the command there).
+ */
+export type CommandHandler<T> = (target: string, data: T) => void | Promise<void | Moved | undefined>;
 
 /** Receives the payload of a channel message from another node. */
 export type ChannelListener = (name: string, payload: Buffer) => void;
@@ -28,14 +34,14 @@ export type ChannelListener = (name: string, payload: Buffer) => void;
 export interface ConnectionLocator {
   /** Whether this node holds the connection now (a map lookup: the common path pays nothing more). */
   isHere(connectionId: string): boolean;
-  /** The node its session record names; '' when none holds it, null when there is no record. */
-  holderOf(connectionId: string): Promise<string | null>;
+  /** Where its session record says it is. */
+  whereIs(connectionId: string): Promise<Whereabouts>;
   /**
-   * Apply a command to a session held by no node (its record): the node
-   * holding it when one took it meanwhile (the command goes there), null when
-   * applied or when there is no such session.
+   * Apply a command to an orphaned session (its record). Resolves to where the
+   * session is afterwards: held by a node that took it meanwhile (the command
+   * goes there), else applied (orphaned) or no such session (gone).
    */
-  applyToRecord(kind: string, connectionId: string, data: unknown): Promise<string | null>;
+  applyToRecord(kind: string, connectionId: string, data: unknown): Promise<Whereabouts>;
 }
 
 /**
@@ -111,7 +117,8 @@ export class MemoryBroker extends Broker {
     const handler = this.handlers.get(kind);
     if (handler === undefined) throw new Error(`no handler for ${kind}`);
     const done = handler(target, data);
-    return done === undefined ? RESOLVED : done;
+    // One node: no session moves, so no handler resolves to Moved here.
+    return done === undefined ? RESOLVED : (done as Promise<void>);
   }
 }
 

@@ -14,7 +14,7 @@ import {
   originHead,
 } from './channels';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
-import { SessionMovedError } from './session-moved.error';
+import { GONE, Whereabouts, heldBy, isMoved } from './whereabouts';
 import { RedisLink } from './redis-link';
 
 /** SPEC §11: an owner that does not acknowledge within this time → 503 owner_unreachable. */
@@ -123,7 +123,7 @@ export class RedisBroker extends Broker {
 
   toOwner<T>(kind: string, connectionId: string, data: T): Promise<void> {
     const owner = nodeOfConnectionId(connectionId);
-    if (owner === null) return this.applyLocal(kind, connectionId, data);
+    if (owner === null) return this.applied(kind, connectionId, data);
     if (owner === this.nodeId || this.locator?.isHere(connectionId)) return this.applyHeld(kind, connectionId, data);
     this.assertUp();
     return this.enqueue(this.names.node(owner), owner, kind, connectionId, data);
@@ -139,7 +139,7 @@ export class RedisBroker extends Broker {
   }
 
   toNode<T>(kind: string, nodeId: string, target: string, data: T): Promise<void> {
-    if (nodeId === this.nodeId) return this.applyLocal(kind, target, data);
+    if (nodeId === this.nodeId) return this.applied(kind, target, data);
     this.assertUp();
     return this.enqueue(this.names.node(nodeId), nodeId, kind, target, data);
   }
@@ -201,36 +201,35 @@ export class RedisBroker extends Broker {
    */
   private async applyHeld(kind: string, connectionId: string, data: unknown): Promise<void> {
     const locator = this.locator;
-    if (locator !== null && !locator.isHere(connectionId)) {
-      const holder = await locator.holderOf(connectionId).catch(() => null);
-      return this.toHolder(kind, connectionId, data, holder);
-    }
-    try {
-      return await this.applyLocal(kind, connectionId, data);
-    } catch (err) {
-      // Applied to a copy that another node took over an instant ago: that node gets it too.
-      if (!(err instanceof SessionMovedError)) throw err;
-      return this.toHolder(kind, connectionId, data, err.holder);
-    }
+    if (locator !== null && !locator.isHere(connectionId))
+      return this.toHolder(kind, connectionId, data, await this.whereIs(locator, connectionId));
+    const result = await this.applyLocal(kind, connectionId, data);
+    // Applied to a copy that another node took over an instant ago: that node gets it too.
+    if (isMoved(result)) return this.toHolder(kind, connectionId, data, heldBy(result.node));
   }
 
-  /** Send a command to the node holding its session; '' = none does: applied to the session's record. */
-  private async toHolder(kind: string, connectionId: string, data: unknown, holder: string | null): Promise<void> {
-    if (holder === '') holder = await this.locator!.applyToRecord(kind, connectionId, data);
-    if (holder === null || holder === '' || holder === this.nodeId) return this.applyLocal(kind, connectionId, data);
+  /** Where a session is; unreadable (Redis down): as gone, so the command applies here (a no-op for an unknown id). */
+  private whereIs(locator: ConnectionLocator, connectionId: string): Promise<Whereabouts> {
+    return locator.whereIs(connectionId).catch(() => GONE);
+  }
+
+  /** Send a command to the node holding its session; held by none: applied to the session's record. */
+  private async toHolder(kind: string, connectionId: string, data: unknown, where: Whereabouts): Promise<void> {
+    if (where.kind === 'orphaned') where = await this.locator!.applyToRecord(kind, connectionId, data);
+    if (where.kind !== 'held' || where.node === this.nodeId) return this.applied(kind, connectionId, data);
     this.assertUp();
-    return this.enqueue(this.names.node(holder), holder, kind, connectionId, data);
+    return this.enqueue(this.names.node(where.node), where.node, kind, connectionId, data);
   }
 
   /** The owner named by a connection id is gone: the session may live on another node (SPEC §12.5). */
   private async relocate(kind: string, connectionId: string, json: unknown, owner: string): Promise<void> {
-    const holder = await this.locator!.holderOf(connectionId).catch(() => null);
-    if (holder === null || holder === owner) {
+    const where = await this.whereIs(this.locator!, connectionId);
+    if (where.kind === 'gone' || (where.kind === 'held' && where.node === owner)) {
       const unreachable = await this.goneOrCutOff(owner);
       if (unreachable !== null) throw unreachable;
       return;
     }
-    return this.toHolder(kind, connectionId, this.decode(kind, json), holder);
+    return this.toHolder(kind, connectionId, this.decode(kind, json), where);
   }
 
   private decode(kind: string, json: unknown): unknown {
@@ -238,7 +237,13 @@ export class RedisBroker extends Broker {
     return codec === undefined ? json : codec.decode(json);
   }
 
-  private applyLocal(kind: string, target: string, data: unknown): Promise<void> {
+  /** Applied here, wherever its session may be (a command for a node, or one without an owner). */
+  private async applied(kind: string, target: string, data: unknown): Promise<void> {
+    await this.applyLocal(kind, target, data);
+  }
+
+  /** Resolves to what the handler resolved to: undefined, or its session's {@link Moved}. */
+  private applyLocal(kind: string, target: string, data: unknown): Promise<unknown> {
     const registered = this.handlers.get(kind);
     if (registered === undefined) throw new Error(`no handler for ${kind}`);
     return Promise.resolve(registered.handler(target, data));

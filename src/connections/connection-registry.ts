@@ -2,6 +2,7 @@ import { Injectable } from '@nestjs/common';
 import type { WebSocket } from 'ws';
 import { GatewayConfig, Handler } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import type { Moved } from '../cluster/whereabouts';
 import { Connection } from './connection';
 import { newConnectionId } from '../protocol/connection-id';
 
@@ -22,7 +23,7 @@ export class ConnectionRegistry {
   /** Detached sessions (SPEC §12.2): in the registry, without a socket. */
   private readonly detached = new Set<Connection>();
   private readonly onSlowConsumer: (connection: Connection) => void;
-  private changeListener: ((connection: Connection) => Promise<void>) | null = null;
+  private changeListener: ((connection: Connection) => Promise<Moved | undefined>) | null = null;
 
   constructor(
     private readonly config: GatewayConfig,
@@ -84,9 +85,10 @@ export class ConnectionRegistry {
   /**
    * A resumable session's subscriptions changed (topics, lattices, the users
    * lattice): its record is rewritten (cluster mode, SPEC §12.5). Resolves once
-   * written, so a /v1 command's 204 follows; undefined when nobody listens.
+   * written, so a /v1 command's 204 follows, or to {@link Moved} when another
+   * node holds the session now; undefined when nobody listens.
    */
-  subscriptionsChanged(connection: Connection): Promise<void> | undefined {
+  subscriptionsChanged(connection: Connection): Promise<Moved | undefined> | undefined {
     if (this.changeListener === null || !connection.isResumable || !this.holds(connection)) return undefined;
     return this.changeListener(connection);
   }
@@ -96,7 +98,7 @@ export class ConnectionRegistry {
     return this.changeListener !== null;
   }
 
-  onSubscriptionsChange(listener: (connection: Connection) => Promise<void>): void {
+  onSubscriptionsChange(listener: (connection: Connection) => Promise<Moved | undefined>): void {
     this.changeListener = listener;
   }
 

@@ -1,6 +1,7 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
+import { GONE, Whereabouts } from '../cluster/whereabouts';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { LatticeService } from '../lattice/lattice.service';
 import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
@@ -58,15 +59,16 @@ export class SessionResumeService {
    * SPEC §12.2 in cluster mode: a /v1 command for a session whose node
    * drained or died, not resumed yet, is written into its record, so its
    * effect is there on resume. A lattice subscription's body goes into the
-   * namespace's log first, as any update. Returns the holder when a node took
-   * the session meanwhile (the command is sent there).
+   * namespace's log first, as any update. Resolves to where the session is:
+   * held by a node that took it meanwhile (the command is sent there), else
+   * orphaned (applied) or gone.
    */
   private async applyToRecord(
     records: SessionRecords,
     kind: string,
     connectionId: string,
     data: unknown,
-  ): Promise<string | null> {
+  ): Promise<Whereabouts> {
     let edit: OrphanEdit;
     switch (kind) {
       case 'topic_subscribe': {
@@ -102,10 +104,9 @@ export class SessionResumeService {
         edit = { op: 'end' };
         break;
       default:
-        return null;
+        return GONE;
     }
-    const holder = await records.editOrphan(connectionId, edit);
-    return holder === '' ? null : holder;
+    return records.editOrphan(connectionId, edit);
   }
 
   /**

@@ -1,4 +1,5 @@
 import { Connection } from '../connections/connection';
+import type { Applied } from '../cluster/whereabouts';
 import { LatticeBody } from './lattice-body';
 
 /**
@@ -17,7 +18,7 @@ export abstract class LatticeSync {
   abstract update(namespace: string, body: LatticeBody): Promise<void>;
 
   /** Endpoint 4 on the owner node: the body merged, `connection` attached, its snapshot sent when ready. */
-  abstract subscribe(connection: Connection, namespace: string, body: LatticeBody): Promise<void> | void;
+  abstract subscribe(connection: Connection, namespace: string, body: LatticeBody): Applied | void;
 
   /** SPEC §12.5: a session taken over attached again to a namespace, its state loaded first. */
   abstract restore(connection: Connection, namespace: string): Promise<void>;

@@ -1,4 +1,5 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Applied } from '../cluster/whereabouts';
 import { Broker, DataCodec } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -94,7 +95,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     await Promise.all(namespaces.map((namespace) => this.sync.restore(connection, namespace)));
   }
 
-  private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): Promise<void> | void {
+  private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): Applied | void {
     const connection = this.registry.get(connectionId);
     // SPEC §5: an unknown or just-closed connection is 204 and nothing happens: its body is not
     // merged, or the namespace and its private data would be kept with nobody to drop them.
@@ -102,7 +103,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     return this.sync.subscribe(connection, namespace, body);
   }
 
-  private applyUnsubscribe(connectionId: string, namespace: string): Promise<void> | undefined {
+  private applyUnsubscribe(connectionId: string, namespace: string): Applied | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined) return;
     this.detach(connection, namespace);

@@ -1,4 +1,5 @@
 import { Broker } from '../cluster/broker';
+import type { Applied } from '../cluster/whereabouts';
 import { RedisLink } from '../cluster/redis-link';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -59,7 +60,7 @@ export class RedisLatticeSync extends LatticeSync {
   }
 
   /** The body goes into the log like any update; the newcomer's snapshot follows it in order. */
-  async subscribe(connection: Connection, namespace: string, body: LatticeBody): Promise<void> {
+  async subscribe(connection: Connection, namespace: string, body: LatticeBody): Applied {
     const entry = { atMs: Date.now(), body };
     await this.replicas.hold(namespace);
     const position = await this.log.append(namespace, entry);
@@ -72,7 +73,7 @@ export class RedisLatticeSync extends LatticeSync {
     // The connection left meanwhile and nobody else here holds the namespace.
     this.releaseIfUnused(namespace);
     // Its session record says so before the 204 (SPEC §12.5).
-    await this.registry.subscriptionsChanged(connection);
+    return this.registry.subscriptionsChanged(connection);
   }
 
   /** Held here, loaded from its log in Redis (private parts set while the session was detached included). */

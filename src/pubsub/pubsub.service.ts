@@ -1,4 +1,5 @@
 import { Injectable, OnModuleDestroy, OnModuleInit } from '@nestjs/common';
+import type { Applied } from '../cluster/whereabouts';
 import { Broker } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -128,7 +129,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     );
   }
 
-  private applySubscribe(connectionId: string, topic: string): Promise<void> | undefined {
+  private applySubscribe(connectionId: string, topic: string): Applied | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
     const isNew = this.index.add(topic, connection);
@@ -144,7 +145,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
       : positioned;
   }
 
-  private applyUnsubscribe(connectionId: string, topic: string): Promise<void> | undefined {
+  private applyUnsubscribe(connectionId: string, topic: string): Applied | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !this.index.remove(topic, connection)) return;
     if (connection.isResumable) this.positions.unsubscribed(connection, topic);

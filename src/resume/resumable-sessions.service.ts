@@ -1,7 +1,7 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
-import { SessionMovedError } from '../cluster/session-moved.error';
+import { GONE, Moved, Whereabouts } from '../cluster/whereabouts';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -77,8 +77,8 @@ export class ResumableSessionsService implements OnModuleDestroy {
   /** Cluster mode: each user's sessions in Redis, for revocation and endpoint 8; null on one node. */
   readonly userSessions: UserSessions | null = null;
   private subscriptionsOf: (connection: Connection) => SessionSubscriptions = () => NO_SUBSCRIPTIONS;
-  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<string | null> = () =>
-    Promise.resolve(null);
+  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<Whereabouts> = () =>
+    Promise.resolve(GONE);
 
   constructor(
     private readonly config: GatewayConfig,
@@ -108,7 +108,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
       registry.onSubscriptionsChange((connection) =>
         records
           .changed(connection.id, this.subscriptionsOf(connection))
-          .catch((err: unknown) => this.movedAway(connection, err)),
+          .then((moved) => moved && this.movedAway(connection, moved)),
       );
       broker.locate({
         // A draining node gave its resumable sessions away (held by no node): commands go to their records.
@@ -116,7 +116,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
           const connection = registry.get(connectionId);
           return connection !== undefined && !(connection.isResumable && records.hasLetGo);
         },
-        holderOf: (connectionId) => records.holderOf(connectionId),
+        whereIs: (connectionId) => records.whereIs(connectionId),
         applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
       });
       broker.handle<number>('session_taken', (connectionId, generation) =>
@@ -132,7 +132,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * turns it into an edit of the record. Returns the holder when a node took
    * the session meanwhile.
    */
-  applyToRecordWith(apply: (kind: string, connectionId: string, data: unknown) => Promise<string | null>): void {
+  applyToRecordWith(apply: (kind: string, connectionId: string, data: unknown) => Promise<Whereabouts>): void {
     this.orphanCommand = apply;
   }
 
@@ -229,11 +229,11 @@ export class ResumableSessionsService implements OnModuleDestroy {
   /**
    * A write to the session's record found another node holding it (its
    * takeover notice is still on its way): the copy here goes as on the
-   * notice, and the error goes on (the broker sends the command to the holder).
+   * notice, and the move goes on to the broker, which sends the command to the holder.
    */
-  private movedAway(connection: Connection, err: unknown): Promise<never> {
-    if (err instanceof SessionMovedError && this.registry.holds(connection)) this.handOver(connection);
-    return Promise.reject(err);
+  private movedAway(connection: Connection, moved: Moved): Moved {
+    if (this.registry.holds(connection)) this.handOver(connection);
+    return moved;
   }
 
   /** Forget a session another node holds now: 4409 for its socket, no detach, no presence change. */
@@ -356,9 +356,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.registry.detach(connection);
     const windowEndAt = Date.now() + this.config.resume.windowMs;
     this.windowEnds.set(connection, windowEndAt);
-    this.records
-      ?.detached(connection.id, windowEndAt)
-      .catch((err: unknown) => this.movedAway(connection, err).catch(() => undefined));
+    this.records?.detached(connection.id, windowEndAt).then((moved) => moved && this.movedAway(connection, moved));
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);

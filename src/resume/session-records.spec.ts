@@ -2,7 +2,7 @@ import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ClusterNames, PARTITIONS, partitionOf, sessionMember } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
-import { SessionMovedError } from '../cluster/session-moved.error';
+import { GONE, heldBy, movedTo } from '../cluster/whereabouts';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { SessionRecords, SessionSubscriptions } from './session-records';
 import { tokenDigest } from './session-token';
@@ -158,8 +158,8 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
       },
     });
 
-    await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).rejects.toEqual(
-      new SessionMovedError('nodeB'),
+    await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).resolves.toEqual(
+      movedTo('nodeB'),
     );
     // Forgotten: a later write for it is not even tried.
     await expect(a.records.detached('nodeA-x', Date.now() + 1000)).resolves.toBeUndefined();
@@ -264,14 +264,14 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     const a = await nodeRecords(names, 'nodeA');
     const b = await nodeRecords(names, 'nodeB');
     await a.records.started(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
-    expect(await b.users.revoke('nodeA-r')).toEqual({ holder: 'nodeA' });
+    expect(await b.users.revoke('nodeA-r')).toEqual(heldBy('nodeA'));
     expect(await b.records.takeOver('nodeA-r', tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({
       ok: false,
       result: 'expired',
     });
     // Asked again (a retry after a 503): the same holder, to confirm again.
-    expect(await a.users.revoke('nodeA-r')).toEqual({ holder: 'nodeA' });
-    expect(await a.records.holderOf('nodeA-r')).toBeNull();
+    expect(await a.users.revoke('nodeA-r')).toEqual(heldBy('nodeA'));
+    expect(await a.records.whereIs('nodeA-r')).toEqual(GONE);
     // Its holder writing it again (after a reconnection) brings nothing back.
     const ended: string[] = [];
     a.records.onEnded((connectionId) => ended.push(connectionId));
@@ -281,7 +281,7 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
       ok: false,
       result: 'expired',
     });
-    expect(await b.users.revoke('nodeA-unknown')).toEqual({ holder: null });
+    expect(await b.users.revoke('nodeA-unknown')).toEqual(GONE);
   });
 
   it('revokes every session of a user, held or orphaned, and names their holders', async () => {

@@ -4,7 +4,7 @@ import { ClusterNames, parseSessionMember, partitionOf, sessionMember } from '..
 import { PartitionWalk } from '../cluster/partition-walk';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
-import { SessionMovedError } from '../cluster/session-moved.error';
+import { GONE, Moved, ORPHANED, Whereabouts, movedTo, whereaboutsOf } from '../cluster/whereabouts';
 import {
   AFTER_WINDOW_MS,
   EDIT_ORPHAN,
@@ -24,6 +24,8 @@ interface Flushed {
   readonly moved: Map<string, string>;
   isConfirmed: boolean;
 }
+
+const NOTHING_MOVED = Promise.resolve(undefined);
 
 const NOT_CONFIRMED = new ClusterUnavailableError(
   'cluster_unavailable',
@@ -200,8 +202,8 @@ export class SessionRecords {
   }
 
   /** A session started (its hello is about to go): resolves once its record is in Redis. */
-  started(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
-    return this.queue(start.connectionId, { start, subscriptions });
+  async started(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
+    await this.queue(start.connectionId, { start, subscriptions });
   }
 
   /**
@@ -209,8 +211,8 @@ export class SessionRecords {
    * scratch. A session revoked meanwhile is not: its copy here must end
    * ({@link onEnded}).
    */
-  rewrite(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
-    return this.queue(start.connectionId, { start, subscriptions, isRestart: true });
+  async rewrite(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
+    await this.queue(start.connectionId, { start, subscriptions, isRestart: true });
   }
 
   /** Who ends a copy here whose session was revoked while this node could not hear of it (SPEC §12.6). */
@@ -218,13 +220,13 @@ export class SessionRecords {
     this.onEndedListener = listener;
   }
 
-  /** Its subscriptions changed: resolves once the record says so. */
-  changed(connectionId: string, subscriptions: SessionSubscriptions): Promise<void> {
+  /** Its subscriptions changed: resolves once the record says so, or to {@link Moved} when another node holds it now. */
+  changed(connectionId: string, subscriptions: SessionSubscriptions): Promise<Moved | undefined> {
     return this.queue(connectionId, { subscriptions });
   }
 
-  /** Its socket is gone: the record carries the window end, and expires after it. */
-  detached(connectionId: string, windowEndAt: number): Promise<void> {
+  /** Its socket is gone: the record carries the window end, and expires after it ({@link Moved}: another node holds it). */
+  detached(connectionId: string, windowEndAt: number): Promise<Moved | undefined> {
     return this.queue(connectionId, { windowEndAt });
   }
 
@@ -361,11 +363,11 @@ export class SessionRecords {
     };
   }
 
-  /** The node holding a session, '' when none does (orphaned), null when there is no such session. */
-  async holderOf(connectionId: string): Promise<string | null> {
+  /** Where a session is, as its record says. */
+  async whereIs(connectionId: string): Promise<Whereabouts> {
     const userId = await this.userOfRecord(connectionId);
-    if (userId === null) return null;
-    return this.link.command.hget(this.names.session(userId, connectionId), 'n');
+    if (userId === null) return GONE;
+    return whereaboutsOf(await this.link.command.hget(this.names.session(userId, connectionId), 'n'));
   }
 
   /** The user of the session `connectionId` as the connection index has it; null when Redis knows no such session. */
@@ -394,20 +396,21 @@ export class SessionRecords {
   }
 
   /**
-   * Apply `edit` to the record of a session held by no node. Returns the
-   * node holding it when one does (the command belongs there), '' when
-   * applied, null when there is no such session.
+   * Apply `edit` to the record of a session held by no node. Resolves to
+   * where the session is: held by a node (nothing applied: the command
+   * belongs there), orphaned (applied), or gone (no such session).
    */
-  async editOrphan(connectionId: string, edit: OrphanEdit): Promise<string | null> {
+  async editOrphan(connectionId: string, edit: OrphanEdit): Promise<Whereabouts> {
     const field = edit.op === 'set' || edit.op === 'add' || edit.op === 'del' ? edit.field : '';
     const value =
       edit.op === 'set' || edit.op === 'add' ? edit.value : edit.op === 'watch' ? JSON.stringify(edit.users) : '';
     const userId = await this.userOfRecord(connectionId);
-    if (userId === null) return null;
+    if (userId === null) return GONE;
     const key = this.names.session(userId, connectionId);
-    if (edit.op !== 'end') return (await this.editOrphanScript([key], [edit.op, field, value])) as string | null;
-    if (await this.endOrphan(connectionId, userId, false)) return '';
-    return this.link.command.hget(key, 'n'); // held by a node now (it gets the command), or gone
+    if (edit.op !== 'end')
+      return whereaboutsOf((await this.editOrphanScript([key], [edit.op, field, value])) as string | null);
+    if (await this.endOrphan(connectionId, userId, false)) return ORPHANED; // ended in its record
+    return whereaboutsOf(await this.link.command.hget(key, 'n')); // held by a node now (it gets the command), or gone
   }
 
   /**
@@ -441,9 +444,9 @@ export class SessionRecords {
     this.refreshTimer = this.orphanTimer = null;
   }
 
-  /** Rejects with SessionMovedError when another node took the session over meanwhile (nothing written). */
-  private queue(connectionId: string, change: Change): Promise<void> {
-    if (this.isStopped || !this.link.isWritable) return Promise.resolve();
+  /** Resolves to {@link Moved} when another node took the session over meanwhile (nothing written). */
+  private queue(connectionId: string, change: Change): Promise<Moved | undefined> {
+    if (this.isStopped || !this.link.isWritable) return NOTHING_MOVED;
     if (change.start !== undefined) this.userOf.set(connectionId, change.start.userId);
     const known = this.pending.get(connectionId);
     this.pending.set(connectionId, { ...known, ...change });
@@ -451,9 +454,10 @@ export class SessionRecords {
     const flushed = (this.flushing ??= new Promise<void>((resolve) => setImmediate(resolve)).then(() => this.flush()));
     return flushed.then(({ moved, isConfirmed }) => {
       const holder = moved.get(connectionId);
-      if (holder !== undefined) throw new SessionMovedError(holder);
+      if (holder !== undefined) return movedTo(holder);
       // SPEC §13.1 REDIS_WAIT_REPLICAS: a subscription change is answered (204) only once replicas have it.
       if (!isConfirmed && change.subscriptions !== undefined && change.start === undefined) throw NOT_CONFIRMED;
+      return undefined;
     });
   }
 

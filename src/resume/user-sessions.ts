@@ -1,16 +1,8 @@
 import { ClusterNames, partitionOf, sessionMember } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
+import { GONE, Whereabouts, whereaboutsOf } from '../cluster/whereabouts';
 import { SCRIPT_ORIGIN } from './session-record-scripts';
 import { REVOKE, REVOKE_USER, WATCH_USER_ORPHANS } from './user-session-scripts';
-
-/**
- * A revocation recorded in Redis (SPEC §12.6): `holder` is the node that must
- * end its copy ('' none: it ended in Redis alone), or null when Redis has no
- * record of the session (a legacy or still pending connection, or none).
- */
-export interface Revocation {
-  readonly holder: string | null;
-}
 
 /** Sessions a user-wide revocation found held by a node: [connection id, holder]. */
 export type HeldRevocations = ReadonlyArray<readonly [connectionId: string, holder: string]>;
@@ -44,15 +36,18 @@ export class UserSessions {
   /**
    * End the session `connectionId` in Redis, whichever node holds it: from
    * now on no takeover of it succeeds, and its holder cannot write it again.
-   * Rejects when Redis cannot be reached (nothing was recorded).
+   * Resolves to where the session was: held by the node that must end its
+   * copy, orphaned (it ended in Redis alone), or gone (Redis has no record: a
+   * legacy or still pending connection, or none). Rejects when Redis cannot
+   * be reached (nothing was recorded).
    */
-  async revoke(connectionId: string): Promise<Revocation> {
+  async revoke(connectionId: string): Promise<Whereabouts> {
     const userId = await this.link.timed('get', this.link.command.get(this.names.sessionUser(connectionId)));
-    if (userId === null || userId === '') return { holder: null };
+    if (userId === null || userId === '') return GONE;
     const keys = [this.names.session(userId, connectionId), this.names.userSessions(userId), ...this.userKeys(userId)];
     const args = [connectionId, sessionMember(connectionId, userId), SCRIPT_ORIGIN];
     const reply = (await this.revokeScript(keys, args)) as string[];
-    return { holder: reply.length === 0 ? null : reply[0] };
+    return whereaboutsOf(reply[0]);
   }
 
   /**

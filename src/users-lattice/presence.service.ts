@@ -1,6 +1,6 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
-import { SessionMovedError } from '../cluster/session-moved.error';
+import type { Applied } from '../cluster/whereabouts';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ActivityService } from '../activity/activity.service';
@@ -77,14 +77,14 @@ export class PresenceService implements OnModuleInit {
     await this.watch(connection, userIds);
   }
 
-  private async applySubscribe(connectionId: string, userIds: readonly string[]): Promise<void> {
+  private async applySubscribe(connectionId: string, userIds: readonly string[]): Applied {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || connection.state === 'closed') return;
     await this.watch(connection, userIds);
-    await this.registry.subscriptionsChanged(connection);
+    return this.registry.subscriptionsChanged(connection);
   }
 
-  private applyUnsubscribe(connectionId: string): Promise<void> | undefined {
+  private applyUnsubscribe(connectionId: string): Applied | undefined {
     const connection = this.registry.get(connectionId);
     if (connection === undefined) return;
     this.unwatchAll(connection);
@@ -99,10 +99,8 @@ export class PresenceService implements OnModuleInit {
     await Promise.all(
       subscribed.map(async (connection) => {
         await this.watch(connection, userIds);
-        // A session taken over elsewhere meanwhile: that node got this command for every node too.
-        await this.registry.subscriptionsChanged(connection)?.catch((err: unknown) => {
-          if (!(err instanceof SessionMovedError)) throw err;
-        });
+        // A session taken over elsewhere meanwhile (Moved): that node got this command for every node too.
+        await this.registry.subscriptionsChanged(connection);
       }),
     );
   }

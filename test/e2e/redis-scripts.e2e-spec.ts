@@ -3,6 +3,7 @@ import Redis from 'ioredis';
 import { RedisActivity } from '../../src/activity/redis-activity';
 import { ClusterNames, partitionOf } from '../../src/cluster/channels';
 import { RedisLink } from '../../src/cluster/redis-link';
+import { GONE, ORPHANED, heldBy } from '../../src/cluster/whereabouts';
 import { LatticeBody, parseLatticeBody } from '../../src/lattice/lattice-body';
 import { COMPACT_AFTER_ENTRIES, LatticeLog } from '../../src/lattice/lattice-log';
 import { GatewayMetrics } from '../../src/metrics/gateway-metrics';
@@ -214,10 +215,10 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
         await short.started(startOf('nodeC-2', 'bob', 'D4'), subscriptionsOf([]));
         await short.started(startOf('nodeC-3', 'cat', 'D5'), subscriptionsOf([]));
         await a.orphan('nodeC');
-        expect(await a.holderOf('nodeC-3')).toBe('');
-        expect(await a.editOrphan('nodeC-3', { op: 'set', field: 'l:ns', value: '1' })).toBe('');
-        expect(await a.editOrphan('nodeC-3', { op: 'end' })).toBe('');
-        expect(await a.holderOf('nodeC-3')).toBeNull();
+        expect(await a.whereIs('nodeC-3')).toEqual(ORPHANED);
+        expect(await a.editOrphan('nodeC-3', { op: 'set', field: 'l:ns', value: '1' })).toEqual(ORPHANED);
+        expect(await a.editOrphan('nodeC-3', { op: 'end' })).toEqual(ORPHANED);
+        expect(await a.whereIs('nodeC-3')).toEqual(GONE);
         await untilRedisHas(
           redis,
           async (r) => (await r.exists(names.session('bob', 'nodeC-2'))) === 0,
@@ -243,7 +244,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
         await a.orphan('nodeD');
         await users.watchForOrphans('eve', ['bob']);
         expect(await redis.hget(names.session('eve', 'nodeD-6'), 'wu')).toBe('["bob"]');
-        expect(await users.revoke('nodeA-4')).toEqual({ holder: 'nodeA' });
+        expect(await users.revoke('nodeA-4')).toEqual(heldBy('nodeA'));
         // A held session stays listed until its holder confirms the end: revoked again, its holder is named again.
         expect(await users.revokeUser('dan')).toEqual([
           ['nodeA-4', 'nodeA'],
