@@ -6,67 +6,21 @@
 // both nodes and the redis-server. Columns: "baseline" = 1 node, "gateway" =
 // 2 nodes + Redis.
 
-const { spawn } = require('node:child_process');
 const fs = require('node:fs');
-const net = require('node:net');
 const { startServer, sleep } = require('./lib/stack');
+const { startPrivateRedis } = require('../examples/private-redis');
 
 const CLOCK_TICKS_PER_SEC = 100; // USER_HZ on Linux
 
-/** A dedicated redis-server on a free port: nothing on disk, stopped by its pid. */
+/** The benchmarks' own redis-server (examples/private-redis.js), with its CPU time. */
 async function startRedis() {
-  const port = await new Promise((resolve, reject) => {
-    const srv = net.createServer();
-    srv.once('error', reject);
-    srv.listen(0, '127.0.0.1', () => {
-      const { port: p } = srv.address();
-      srv.close(() => resolve(p));
-    });
-  });
-  const proc = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: 'ignore' },
-  );
-  const failed = new Promise((_, reject) =>
-    proc.once('error', (err) => reject(new Error(`redis-server could not start: ${err.message}`))),
-  );
-  const deadline = Date.now() + 10_000;
-  for (;;) {
-    const isUp = await Promise.race([
-      failed,
-      new Promise((resolve) => {
-        const socket = net.connect(port, '127.0.0.1', () => socket.end(() => resolve(true)));
-        socket.once('error', () => resolve(false));
-      }),
-    ]);
-    if (isUp) break;
-    if (Date.now() > deadline) throw new Error('redis-server did not listen within 10 s');
-    await sleep(50);
-  }
+  const redis = await startPrivateRedis();
   return {
-    url: `redis://127.0.0.1:${port}`,
+    ...redis,
     /** utime + stime of the process, in ms, from /proc/<pid>/stat. */
     cpuMs() {
-      const fields = fs.readFileSync(`/proc/${proc.pid}/stat`, 'utf8').split(') ')[1].split(' ');
+      const fields = fs.readFileSync(`/proc/${redis.pid}/stat`, 'utf8').split(') ')[1].split(' ');
       return ((Number(fields[11]) + Number(fields[12])) * 1000) / CLOCK_TICKS_PER_SEC;
-    },
-    async stop() {
-      if (proc.exitCode !== null) return;
-      const gone = new Promise((resolve) => proc.once('exit', resolve));
-      proc.kill('SIGKILL');
-      await Promise.race([gone, sleep(3000)]);
     },
   };
 }

@@ -10,10 +10,10 @@
  */
 const { spawn } = require('node:child_process');
 const { randomBytes } = require('node:crypto');
-const net = require('node:net');
 const path = require('node:path');
 const readline = require('node:readline');
 const { startChatBackend } = require('./chat-backend');
+const { startPrivateRedis } = require('./private-redis');
 const { buildChatPage } = require('./chat-page/build');
 
 const MAIN_JS = path.join(__dirname, '..', 'dist', 'main.js');
@@ -75,55 +75,6 @@ function pageOrigins(backendUrl) {
 }
 
 /**
- * A private `redis-server` on a free port (nothing on disk) for a cluster
- * demo without REDIS_URL. Resolves `{ url, stop() }`.
- */
-async function startRedisServer() {
-  const port = await new Promise((resolve, reject) => {
-    const probe = net.createServer().once('error', reject);
-    probe.listen(0, '127.0.0.1', () => {
-      const { port: free } = probe.address();
-      probe.close(() => resolve(free));
-    });
-  });
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: 'ignore' },
-  );
-  const failed = new Promise((_, reject) =>
-    child.once('error', (err) =>
-      reject(new Error(`redis-server could not start (${err.message}): set REDIS_URL to a Redis 7`)),
-    ),
-  );
-  const listening = (async () => {
-    for (let attempt = 0; attempt < 200; attempt++) {
-      const isUp = await new Promise((resolve) => {
-        const socket = net
-          .connect(port, '127.0.0.1', () => socket.end(() => resolve(true)))
-          .once('error', () => resolve(false));
-      });
-      if (isUp) return;
-      await new Promise((resolve) => setTimeout(resolve, 25));
-    }
-    throw new Error('redis-server did not listen within 5 s');
-  })();
-  await Promise.race([listening, failed]);
-  return { url: `redis://127.0.0.1:${port}`, stop: () => void child.kill('SIGTERM') };
-}
-
-/**
  * The whole demo: the chat page is built, the backend started, then `nodes`
  * gateway processes (more than one: on one Redis, each with its NODE_ID).
  * Ports may be 0; node N listens on `port`/`apiPort` + 10(N-1) when they are
@@ -159,14 +110,14 @@ async function startDemo({
     gatewayPort: (query) => nodeOf(query)?.publicPort,
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
-  const redis = nodes > 1 && !gatewayEnv.REDIS_URL && !process.env.REDIS_URL ? await startRedisServer() : null;
+  const redis = nodes > 1 && !gatewayEnv.REDIS_URL && !process.env.REDIS_URL ? await startPrivateRedis() : null;
   const clusterEnv =
     nodes > 1
       ? { REDIS_URL: redis?.url ?? process.env.REDIS_URL, REDIS_PREFIX: `demo${randomBytes(4).toString('hex')}:` }
       : {};
   const stop = async () => {
     await Promise.all(gateways.map((gateway) => gateway.stop()));
-    redis?.stop();
+    await redis?.stop();
     backend.closeAllConnections();
     await new Promise((resolve) => backend.close(resolve));
   };
