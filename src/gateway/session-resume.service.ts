@@ -1,17 +1,15 @@
 import { Injectable, Logger } from '@nestjs/common';
 import { Handler } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
-import { GONE, Whereabouts } from '../cluster/whereabouts';
 import { ConnectionRegistry } from '../connections/connection-registry';
-import { LatticeService } from '../lattice/lattice.service';
 import { CLOSE_SESSION_RESUMED, REASON_SESSION_RESUMED } from '../protocol/close-codes';
 import { encodeResumeMeta } from '../protocol/frames';
 import { Identity } from '../protocol/identity';
 import { PubSubService } from '../pubsub/pubsub.service';
 import { ReplayPlan } from '../pubsub/topic-stream';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
-import { OrphanEdit, SessionRecord, SessionRecords, encodeRecordedPosition } from '../resume/session-records';
-import { LatticeBody } from '../lattice/lattice-body';
+import { SessionParts } from '../resume/session-parts';
+import { SessionRecord } from '../resume/session-records';
 import { ActivityService } from '../activity/activity.service';
 import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
@@ -34,79 +32,19 @@ export class SessionResumeService {
     private readonly sessions: ResumableSessionsService,
     private readonly pubsub: PubSubService,
     private readonly helloSequence: HelloSequenceService,
-    private readonly lattices: LatticeService,
-    private readonly presence: PresenceService,
+    private readonly parts: SessionParts,
+    presence: PresenceService,
     private readonly activity: ActivityService,
     private readonly lifetimes: AuthLifetimeService,
   ) {
     const records = sessions.records;
     if (records !== null) {
-      sessions.readSubscriptionsWith((connection) => ({
-        topics: pubsub.topicPositionsOf(connection),
-        namespaces: lattices.namespacesOf(connection),
-        watch: presence.watchListOf(connection),
-      }));
       // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
       activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
       activity.leavesOnlyIf((connectionId, userId) => records.ended(connectionId, userId));
-      sessions.applyToRecordWith((kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data));
       const userSessions = sessions.userSessions!;
       presence.alsoAddForUser((userId, userIds) => userSessions.watchForOrphans(userId, userIds));
     }
-  }
-
-  /**
-   * SPEC §12.2 in cluster mode: a /v1 command for a session whose node
-   * drained or died, not resumed yet, is written into its record, so its
-   * effect is there on resume. A lattice subscription's body goes into the
-   * namespace's log first, as any update. Resolves to where the session is:
-   * held by a node that took it meanwhile (the command is sent there), else
-   * orphaned (applied) or gone.
-   */
-  private async applyToRecord(
-    records: SessionRecords,
-    kind: string,
-    connectionId: string,
-    data: unknown,
-  ): Promise<Whereabouts> {
-    let edit: OrphanEdit;
-    switch (kind) {
-      case 'topic_subscribe': {
-        // The subscription starts where the topic stands now: a replay gives what came after it only.
-        // One already there keeps where it began.
-        const topic = data as string;
-        edit = {
-          op: 'add',
-          field: 't:' + topic,
-          value: encodeRecordedPosition(await this.pubsub.currentPosition(topic)),
-        };
-        break;
-      }
-      case 'topic_unsubscribe':
-        edit = { op: 'del', field: 't:' + (data as string) };
-        break;
-      case 'lattice_subscribe': {
-        const { namespace, body } = data as { namespace: string; body: LatticeBody };
-        await this.lattices.update(namespace, body);
-        edit = { op: 'set', field: 'l:' + namespace, value: '1' };
-        break;
-      }
-      case 'lattice_unsubscribe':
-        edit = { op: 'del', field: 'l:' + (data as string) };
-        break;
-      case 'users_subscribe':
-        edit = { op: 'watch', users: data as readonly string[] };
-        break;
-      case 'users_unsubscribe':
-        edit = { op: 'del', field: 'wu' };
-        break;
-      case 'connection_disconnect':
-        edit = { op: 'end' };
-        break;
-      default:
-        return GONE;
-    }
-    return records.editOrphan(connectionId, edit);
   }
 
   /**
@@ -226,11 +164,7 @@ export class SessionResumeService {
     this.sessions.adoptToken(connection, token);
     this.sessions.records!.adopted(record);
     try {
-      await Promise.all([
-        this.pubsub.restoreSubscriptions(connection, record.topics),
-        this.lattices.restoreSubscriptions(connection, record.namespaces),
-        record.watch === null ? undefined : this.presence.restoreWatch(connection, record.watch),
-      ]);
+      await this.parts.restore(connection, record);
     } catch (err) {
       // Redis failed halfway (the takeover itself went through): the session ends here as if closed,
       // nothing half-built stays behind, and the socket goes on as a normal connect (resumed: false).

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
 import { ClusterModule } from '../cluster/cluster.module';
+import { ResumeModule } from '../resume/resume.module';
 import { GatewayConfig } from '../config/gateway-config';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ConnectionsModule } from '../connections/connections.module';
@@ -28,7 +29,7 @@ export function latticeSyncFor(
 }
 
 @Module({
-  imports: [ConnectionsModule, ClusterModule],
+  imports: [ConnectionsModule, ClusterModule, ResumeModule],
   providers: [
     LocalLattices,
     {

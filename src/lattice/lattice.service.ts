@@ -3,6 +3,8 @@ import type { Applied } from '../cluster/whereabouts';
 import { Broker, DataCodec } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
+import { SessionParts } from '../resume/session-parts';
+import { RecordField } from '../resume/session-records';
 import { LatticeBody } from './lattice-body';
 import { decodeEntry, encodeEntry } from './lattice-entry';
 import { LatticeSync } from './lattice-sync';
@@ -35,6 +37,7 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     private readonly registry: ConnectionRegistry,
     private readonly local: LocalLattices,
     private readonly sync: LatticeSync,
+    private readonly sessionParts: SessionParts,
   ) {}
 
   onModuleInit(): void {
@@ -46,6 +49,22 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     this.broker.handle<string>('lattice_unsubscribe', (connectionId, namespace) =>
       this.applyUnsubscribe(connectionId, namespace),
     );
+    this.sessionParts.register('namespaces', {
+      read: (connection) => this.local.namespacesOf(connection),
+      // Attached again, each namespace held here and loaded from its log; the snapshots follow the resumed hello.
+      restore: async (connection, namespaces) => {
+        await Promise.all(namespaces.map((namespace) => this.sync.restore(connection, namespace)));
+      },
+      orphanEdits: {
+        // The body goes into the namespace's log first, as any update.
+        lattice_subscribe: async (data) => {
+          const { namespace, body } = data as SubscribeData;
+          await this.update(namespace, body);
+          return { op: 'set', field: RecordField.namespace(namespace), value: '1' };
+        },
+        lattice_unsubscribe: (namespace) => ({ op: 'del', field: RecordField.namespace(namespace as string) }),
+      },
+    });
     this.broker.listen('l', (namespace, payload) => this.sync.received(namespace, payload));
     this.registry.onRemove((connection) => {
       for (const namespace of this.local.namespacesOf(connection)) this.detach(connection, namespace);
@@ -81,18 +100,9 @@ export class LatticeService implements OnModuleInit, OnModuleDestroy {
     return this.local.namespaceCount;
   }
 
-  /** SPEC §12.5: the namespaces a resumable session is attached to, as its session record keeps them. */
+  /** SPEC §15.2: the namespaces a connection is attached to. */
   namespacesOf(connection: Connection): string[] {
     return this.local.namespacesOf(connection);
-  }
-
-  /**
-   * SPEC §12.5 (cluster mode): a session taken over from another node is
-   * attached again to its namespaces; this node holds each one, loaded from
-   * its log in Redis, before it resolves. The snapshots follow the resumed hello.
-   */
-  async restoreSubscriptions(connection: Connection, namespaces: readonly string[]): Promise<void> {
-    await Promise.all(namespaces.map((namespace) => this.sync.restore(connection, namespace)));
   }
 
   private applySubscribe(connectionId: string, namespace: string, body: LatticeBody): Applied | void {

@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
 import { ClusterModule } from '../cluster/cluster.module';
+import { ResumeModule } from '../resume/resume.module';
 import { GatewayConfig } from '../config/gateway-config';
 import { ConnectionsModule } from '../connections/connections.module';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
@@ -39,7 +40,7 @@ export function topicStreamFor(
 }
 
 @Module({
-  imports: [ConnectionsModule, ClusterModule],
+  imports: [ConnectionsModule, ClusterModule, ResumeModule],
   providers: [
     TopicSubscribers,
     {

@@ -4,6 +4,8 @@ import { Broker } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
+import { SessionParts } from '../resume/session-parts';
+import { RecordField, encodeRecordedPosition } from '../resume/session-records';
 import { KeptHistory } from './topic-history';
 import { TopicPosition } from '../protocol/topic-position';
 import { TopicSubscribers } from './topic-subscribers';
@@ -26,6 +28,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     private readonly metrics: GatewayMetrics,
     subscribers: TopicSubscribers,
     private readonly stream: TopicStream,
+    private readonly sessionParts: SessionParts,
   ) {
     this.index = subscribers.index;
     this.positions = subscribers.positions;
@@ -40,6 +43,20 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     this.broker.handle<string>('topic_unsubscribe', (connectionId, topic) =>
       this.applyUnsubscribe(connectionId, topic),
     );
+    this.sessionParts.register('topics', {
+      read: (connection) => this.topicPositionsOf(connection),
+      restore: (connection, positions) => this.restoreSubscriptions(connection, positions),
+      orphanEdits: {
+        // SPEC §12.3: the subscription starts where the topic stands now (the history's start when Redis
+        // holds none for it): a replay gives what came after it only. One already there keeps where it began.
+        topic_subscribe: async (topic) => ({
+          op: 'add',
+          field: RecordField.topic(topic as string),
+          value: encodeRecordedPosition(await this.stream.currentPosition(topic as string)),
+        }),
+        topic_unsubscribe: (topic) => ({ op: 'del', field: RecordField.topic(topic as string) }),
+      },
+    });
     // Frames published through other nodes (cluster mode) take the same loop.
     this.broker.listen('t', (topic, message) => this.stream.received(topic, message));
     this.registry.onRemove((connection) => {
@@ -73,15 +90,6 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
     return this.stream.replay(connection, clientPositions);
   }
 
-  /**
-   * SPEC §12.3 in cluster mode: where a topic stands now, the position at
-   * which a session subscribed through its record (held by no node) starts;
-   * the history's start when Redis holds none for it (one node: no records).
-   */
-  currentPosition(topic: string): Promise<TopicPosition> {
-    return this.stream.currentPosition(topic);
-  }
-
   /** SPEC §15.2: the subscribers of a topic on this node (pending and detached ones included). */
   subscribersOf(topic: string): ReadonlySet<Connection> | undefined {
     return this.index.subscribersOf(topic);
@@ -106,7 +114,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * SPEC §12.5 (SESSIONS): the topics of a resumable session with the
    * position at which it subscribed to each, as its session record keeps them.
    */
-  topicPositionsOf(connection: Connection): Map<string, TopicPosition> {
+  private topicPositionsOf(connection: Connection): Map<string, TopicPosition> {
     const out = new Map<string, TopicPosition>();
     for (const topic of this.index.topicsOf(connection) ?? [])
       out.set(topic, this.positions.subscribedAt(connection, topic));
@@ -118,7 +126,10 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
    * topic subscriptions back, with the positions at which it subscribed;
    * resolves once this node listens to every one of the topics.
    */
-  async restoreSubscriptions(connection: Connection, positions: ReadonlyMap<string, TopicPosition>): Promise<void> {
+  private async restoreSubscriptions(
+    connection: Connection,
+    positions: ReadonlyMap<string, TopicPosition>,
+  ): Promise<void> {
     for (const [topic, at] of positions) {
       // At once: the fan-out loop counts resumable subscribers as the index holds them.
       if (this.index.add(topic, connection) && this.stream.isNumbered) this.positions.subscribed(connection, topic, at);

@@ -2,6 +2,7 @@ import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
 import { GONE, Moved, Whereabouts } from '../cluster/whereabouts';
+import { SessionParts } from './session-parts';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -36,8 +37,6 @@ export type ClusterTakeover =
 export type TokenLookup =
   | { readonly ok: true; readonly connection: Connection }
   | { readonly ok: false; readonly result: 'expired' | 'invalid' };
-
-const NO_SUBSCRIPTIONS: SessionSubscriptions = { topics: new Map(), namespaces: [], watch: null };
 
 /** Digests of ended sessions' tokens are remembered this long (to count `expired`), at most this many. */
 const MAX_ENDED_REMEMBERED = 100_000;
@@ -76,9 +75,6 @@ export class ResumableSessionsService implements OnModuleDestroy {
   readonly records: SessionRecords | null = null;
   /** Cluster mode: each user's sessions in Redis, for revocation and endpoint 8; null on one node. */
   readonly userSessions: UserSessions | null = null;
-  private subscriptionsOf: (connection: Connection) => SessionSubscriptions = () => NO_SUBSCRIPTIONS;
-  private orphanCommand: (kind: string, connectionId: string, data: unknown) => Promise<Whereabouts> = () =>
-    Promise.resolve(GONE);
 
   constructor(
     private readonly config: GatewayConfig,
@@ -87,6 +83,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     cluster: ClusterContext,
     private readonly broker: Broker,
     private readonly resumeRate: ResumeRate,
+    private readonly parts: SessionParts,
   ) {
     this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
     this.results = {
@@ -107,7 +104,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
       this.userSessions = new UserSessions(cluster.link, cluster.names);
       registry.onSubscriptionsChange((connection) =>
         records
-          .changed(connection.id, this.subscriptionsOf(connection))
+          .changed(connection.id, parts.read(connection))
           .then((moved) => moved && this.movedAway(connection, moved)),
       );
       broker.locate({
@@ -117,7 +114,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
           return connection !== undefined && !(connection.isResumable && records.hasLetGo);
         },
         whereIs: (connectionId) => records.whereIs(connectionId),
-        applyToRecord: (kind, connectionId, data) => this.orphanCommand(kind, connectionId, data),
+        applyToRecord: (kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data),
       });
       broker.handle<number>('session_taken', (connectionId, generation) =>
         this.takenElsewhere(connectionId, generation),
@@ -127,18 +124,20 @@ export class ResumableSessionsService implements OnModuleDestroy {
   }
 
   /**
-   * How a /v1 command reaches a session held by no node (SPEC §12.2: it
-   * applies to the detached session): the gateway, which sees every feature,
-   * turns it into an edit of the record. Returns the holder when a node took
-   * the session meanwhile.
+   * SPEC §12.2 in cluster mode: a /v1 command for a session whose node
+   * drained or died, not resumed yet, is written into its record (the edit
+   * its feature registered, {@link SessionParts}), so its effect is there on
+   * resume. Resolves to where the session is: held by a node that took it
+   * meanwhile (the command is sent there), else orphaned (applied) or gone.
    */
-  applyToRecordWith(apply: (kind: string, connectionId: string, data: unknown) => Promise<Whereabouts>): void {
-    this.orphanCommand = apply;
-  }
-
-  /** Where a session's subscriptions are read for its record (the gateway, which sees every feature). */
-  readSubscriptionsWith(read: (connection: Connection) => SessionSubscriptions): void {
-    this.subscriptionsOf = read;
+  private async applyToRecord(
+    records: SessionRecords,
+    kind: string,
+    connectionId: string,
+    data: unknown,
+  ): Promise<Whereabouts> {
+    const edit = this.parts.orphanEdit(kind, data);
+    return edit === undefined ? GONE : records.editOrphan(connectionId, await edit);
   }
 
   /**
@@ -148,7 +147,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
   started(connection: Connection): Promise<void> | undefined {
     const start = this.startOf(connection);
     if (this.records === null || start === null) return undefined;
-    return this.records.started(start, this.subscriptionsOf(connection));
+    return this.records.started(start, this.parts.read(connection));
   }
 
   private startOf(connection: Connection): SessionStart | null {
@@ -171,7 +170,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private *restarts(): Iterable<[SessionStart, SessionSubscriptions]> {
     for (const connection of this.digestOf.keys()) {
       const start = connection.state === 'pending' ? null : this.startOf(connection);
-      if (start !== null) yield [start, this.subscriptionsOf(connection)];
+      if (start !== null) yield [start, this.parts.read(connection)];
     }
   }
 

@@ -7,15 +7,17 @@ import { MemoryResumeRate } from './memory-resume-rate';
 import { RedisResumeRate } from './redis-resume-rate';
 import { ResumeRate } from './resume-rate';
 import { ResumableSessionsService } from './resumable-sessions.service';
+import { SessionParts } from './session-parts';
 
-/** Resumable sessions (SPEC §12): tokens, the detach window, and the bound on resumes. */
+/** Resumable sessions (SPEC §12): tokens, the detach window, the bound on resumes, and the parts of a session's record the features register. */
 @Module({
   imports: [ConnectionsModule, ClusterModule],
   providers: [
     ResumableSessionsService,
+    SessionParts,
     { provide: ResumeRate, inject: [ClusterContext, ConnectionRegistry], useFactory: resumeRateFor },
   ],
-  exports: [ResumableSessionsService, ResumeRate],
+  exports: [ResumableSessionsService, ResumeRate, SessionParts],
 })
 export class ResumeModule {}
 

@@ -93,6 +93,14 @@ export type TakeoverResult =
 export const ATTACHED_TTL_MS = 60_000;
 /** The holder refreshes its attached sessions' records this often. */
 const REFRESH_MS = 20_000;
+
+/** The record's hash fields of a session's parts: one per topic and namespace, and its watch list. */
+export const RecordField = {
+  topic: (topic: string): string => 't:' + topic,
+  namespace: (namespace: string): string => 'l:' + namespace,
+  watch: 'wu',
+} as const;
+
 /** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
 export type OrphanEdit =
   | { readonly op: 'set'; readonly field: string; readonly value: string }
@@ -546,13 +554,15 @@ export class SessionRecords {
     const fields: string[] = [];
     const gone: string[] = [];
     for (const [topic, position] of subscriptions.topics)
-      if (!before.topics.has(topic)) fields.push('t:' + topic, encodeRecordedPosition(position));
-    for (const topic of before.topics) if (!subscriptions.topics.has(topic)) gone.push('t:' + topic);
+      if (!before.topics.has(topic)) fields.push(RecordField.topic(topic), encodeRecordedPosition(position));
+    for (const topic of before.topics) if (!subscriptions.topics.has(topic)) gone.push(RecordField.topic(topic));
     const namespaces = new Set(subscriptions.namespaces);
-    for (const namespace of namespaces) if (!before.namespaces.has(namespace)) fields.push('l:' + namespace, '1');
-    for (const namespace of before.namespaces) if (!namespaces.has(namespace)) gone.push('l:' + namespace);
-    if (subscriptions.watch !== null) fields.push('wu', JSON.stringify(subscriptions.watch));
-    else gone.push('wu');
+    for (const namespace of namespaces)
+      if (!before.namespaces.has(namespace)) fields.push(RecordField.namespace(namespace), '1');
+    for (const namespace of before.namespaces)
+      if (!namespaces.has(namespace)) gone.push(RecordField.namespace(namespace));
+    if (subscriptions.watch !== null) fields.push(RecordField.watch, JSON.stringify(subscriptions.watch));
+    else gone.push(RecordField.watch);
     this.written.set(connectionId, { topics: new Set(subscriptions.topics.keys()), namespaces });
     return [fields, gone];
   }

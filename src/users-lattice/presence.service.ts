@@ -4,6 +4,8 @@ import type { Applied } from '../cluster/whereabouts';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ActivityService } from '../activity/activity.service';
+import { SessionParts } from '../resume/session-parts';
+import { RecordField } from '../resume/session-records';
 import { parseStatusMessage } from './cluster-statuses';
 import { StatusSource } from './status-source';
 import { WatchLists } from './watch-lists';
@@ -23,6 +25,7 @@ export class PresenceService implements OnModuleInit {
     private readonly activity: ActivityService,
     private readonly lists: WatchLists,
     private readonly source: StatusSource,
+    private readonly sessionParts: SessionParts,
   ) {}
 
   onModuleInit(): void {
@@ -32,6 +35,17 @@ export class PresenceService implements OnModuleInit {
     this.broker.handle<null>('users_unsubscribe', (connectionId) => this.applyUnsubscribe(connectionId));
     // Endpoint 8: the user's connections may be on any node.
     this.broker.handle<readonly string[]>('users_add', (userId, userIds) => this.applyAdd(userId, userIds));
+    this.sessionParts.register('watch', {
+      read: (connection) => this.watchListOf(connection),
+      // Watching its users again; the snapshot follows the resumed hello.
+      restore: async (connection, userIds) => {
+        if (userIds !== null) await this.watch(connection, userIds);
+      },
+      orphanEdits: {
+        users_subscribe: (userIds) => ({ op: 'watch', users: userIds as readonly string[] }),
+        users_unsubscribe: () => ({ op: 'del', field: RecordField.watch }),
+      },
+    });
     this.activity.onStatusChange((userId, status, atMs) => this.source.changed(userId, [atMs, status]));
     this.broker.listen('u', (userId, payload) => {
       const register = parseStatusMessage(payload);
@@ -66,15 +80,10 @@ export class PresenceService implements OnModuleInit {
     if (watched !== undefined) this.lists.sendStatuses(connection, watched);
   }
 
-  /** SPEC §12.5: a resumable session's watch list as its session record keeps it; null when not subscribed. */
+  /** A connection's watch list (SPEC §12.5 keeps it in the session record, §15.2 answers it); null when not subscribed. */
   watchListOf(connection: Connection): string[] | null {
     const watched = this.lists.listOf(connection);
     return watched === undefined ? null : [...watched];
-  }
-
-  /** SPEC §12.5: a session taken over from another node watches its users again (its snapshot follows the resumed hello). */
-  async restoreWatch(connection: Connection, userIds: readonly string[]): Promise<void> {
-    await this.watch(connection, userIds);
   }
 
   private async applySubscribe(connectionId: string, userIds: readonly string[]): Applied {

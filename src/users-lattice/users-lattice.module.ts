@@ -2,6 +2,7 @@ import { Module } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
 import { ClusterModule } from '../cluster/cluster.module';
+import { ResumeModule } from '../resume/resume.module';
 import { ConnectionsModule } from '../connections/connections.module';
 import { ActivityModule } from '../activity/activity.module';
 import { MemoryStatusSource } from './memory-status-source';
@@ -17,7 +18,7 @@ export function statusSourceFor(cluster: ClusterContext, lists: WatchLists, brok
 }
 
 @Module({
-  imports: [ConnectionsModule, ActivityModule, ClusterModule],
+  imports: [ConnectionsModule, ActivityModule, ClusterModule, ResumeModule],
   providers: [
     WatchLists,
     { provide: StatusSource, useFactory: statusSourceFor, inject: [ClusterContext, WatchLists, Broker] },
