@@ -16,7 +16,9 @@
  * - GET / (and /app.js, /style.css): the chat page, when `page` is given
  * - with `authTtlSeconds`, authorizations last that long (`Gateway-Auth-TTL`,
  *   SPEC §14) and gateway.refresh_connection renews them while `isAllowed(user)`
- *   says so, else answers 401 (the gateway then ends the session, reason `expired`)
+ *   says so, else answers 401 (the gateway then ends the session, reason `expired`);
+ *   the identity object then names its end (`expires_at`, epoch ms), so each
+ *   renewal changes it: the page shows it, and later requests carry it
  */
 const http = require('node:http');
 
@@ -49,6 +51,11 @@ function startChatBackend({
 } = {}) {
   // SPEC §14: a dedicated header sets the lifetime; without it the authorization lasts as long as the connection.
   const lifetime = authTtlSeconds === undefined ? {} : { 'Gateway-Auth-TTL': String(authTtlSeconds) };
+  /** The identity object (SPEC §3); with a lifetime, its end too, so a renewal is a changed object (SPEC §14). */
+  const identityOf = (user) =>
+    authTtlSeconds === undefined
+      ? { user_id: user, username: user }
+      : { user_id: user, username: user, expires_at: Date.now() + authTtlSeconds * 1000 };
   const apiBase = typeof apiUrl === 'function' ? apiUrl : () => apiUrl;
   const portOfGateway = typeof gatewayPort === 'function' ? gatewayPort : () => gatewayPort;
   const rooms = new Map(); // room -> { counter, messages, members: Set<user> }
@@ -80,13 +87,14 @@ function startChatBackend({
       // SPEC §15.1: the page's room (?room=) is subscribed by the answer itself, one round trip less than a /v1 PUT.
       const room = query.get('room');
       const subscribe = isRoom(room) ? { 'Gateway-Subscribe': `rooms/${room}` } : {};
-      return [200, { user_id: user, username: user }, { ...lifetime, ...subscribe }];
+      return [200, identityOf(user), { ...lifetime, ...subscribe }];
     },
     // SPEC §14: asked before the lifetime ends, with the connection's identity header (no cookie, no query).
-    // 200 with the same user renews it (a changed object becomes the identity); 401/403/404/410 end the session.
+    // 200 with the same user renews it; its new expires_at makes the object differ, so it becomes the identity
+    // (resumable clients get ["hello", {"refreshed": true}, <object>]). 401/403/404/410 end the session.
     '/gateway/refresh_connection': async (meta, args, kwargs, user) => {
       if (!user || !isAllowed(user)) return [401, { error: 'signed out' }];
-      return [200, { user_id: user, username: user }, lifetime];
+      return [200, identityOf(user), lifetime];
     },
     '/gateway/session_inactive': async () => [204, null],
     '/echo': async (meta, args, kwargs) => [200, { args, kwargs }],

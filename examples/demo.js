@@ -6,6 +6,8 @@
  * `npm run demo -- --nodes 2`: two gateway nodes on one Redis (REDIS_URL, or a
  * private redis-server the demo starts), node N on ports 8080+10(N-1) and
  * 8081+10(N-1); the page at `/?node=N` connects to node N.
+ * `npm run demo -- --auth-ttl 60`: authorizations last 60 s and are renewed
+ * (SPEC §14); the page shows until when, and each renewal.
  * Tests start the same thing on port 0 with startDemo().
  */
 const { spawn } = require('node:child_process');
@@ -78,7 +80,8 @@ function pageOrigins(backendUrl) {
  * The whole demo: the chat page is built, the backend started, then `nodes`
  * gateway processes (more than one: on one Redis, each with its NODE_ID).
  * Ports may be 0; node N listens on `port`/`apiPort` + 10(N-1) when they are
- * not. `gatewayEnv` is added to every gateway's environment. Resolves
+ * not. `gatewayEnv` is added to every gateway's environment; `authTtlSeconds`
+ * goes to the backend (authorizations that expire, SPEC §14). Resolves
  * `{ pageUrl, wsUrl, apiUrl, gateway, gateways, backend, stop() }` (the single
  * URLs and `gateway` are node 1's).
  */
@@ -91,6 +94,7 @@ async function startDemo({
   gatewayEnv = {},
   onLine,
   nodes = 1,
+  authTtlSeconds,
 } = {}) {
   const page = await buildChatPage();
   const gateways = [];
@@ -108,6 +112,7 @@ async function startDemo({
     page,
     log: onLine ?? ((line) => console.log(line)),
     gatewayPort: (query) => nodeOf(query)?.publicPort,
+    authTtlSeconds,
   });
   const backendUrl = `http://${host}:${backend.address().port}`;
   const redis = nodes > 1 && !gatewayEnv.REDIS_URL && !process.env.REDIS_URL ? await startPrivateRedis() : null;
@@ -163,12 +168,17 @@ async function main() {
   const at = process.argv.indexOf('--nodes');
   const nodes = at === -1 ? 1 : Number(process.argv[at + 1]);
   if (!Number.isInteger(nodes) || nodes < 1 || nodes > 9) throw new Error('--nodes takes a number from 1 to 9');
+  const ttlAt = process.argv.indexOf('--auth-ttl');
+  const authTtlSeconds = ttlAt === -1 ? undefined : Number(process.argv[ttlAt + 1]);
+  if (authTtlSeconds !== undefined && !(Number.isInteger(authTtlSeconds) && authTtlSeconds >= 1))
+    throw new Error('--auth-ttl takes a whole number of seconds, at least 1');
   const demo = await startDemo({
     port: Number(process.env.PORT || 8080),
     apiPort: Number(process.env.BACKEND_API_PORT || 8081),
     backendPort: Number(process.env.DEMO_BACKEND_PORT || 9000),
     apiToken: process.env.BACKEND_API_TOKEN,
     nodes,
+    authTtlSeconds,
   });
   let stopping = false;
   const stop = () => {

@@ -1,5 +1,5 @@
 /** The chat page's DOM: renders state, reports what the user does. No framework. */
-import type { ConnectionStatus, UserPresence } from '../../client/src';
+import type { ConnectionStatus, Hello, UserPresence } from '../../client/src';
 
 /** A chat message as the example backend publishes it. */
 export interface ChatMessage {
@@ -62,7 +62,24 @@ export class ChatView {
     badge.textContent = STATUS_TEXT[status];
   }
 
+  /**
+   * Who the gateway says this page is (the hello, SPEC §3) and, when the
+   * backend gives one, when its authorization ends (`expires_at`, epoch ms).
+   * `isRenewal`: a refresh changed it (SPEC §14); the renewals are counted.
+   */
+  setIdentity(hello: Hello, isRenewal: boolean): void {
+    const badge = this.el('identity');
+    const expiresAt = typeof hello.expires_at === 'number' ? hello.expires_at : null;
+    const renewals = isRenewal ? Number(badge.dataset.refreshes ?? '0') + 1 : 0;
+    badge.dataset.refreshes = String(renewals);
+    badge.dataset.expiresAt = expiresAt === null ? '' : String(expiresAt);
+    const until = expiresAt === null ? '' : ` · signed in until ${clock(expiresAt)}`;
+    badge.textContent = `${hello.user_id}${until}${renewals === 0 ? '' : ` (renewed ×${renewals})`}`;
+    badge.hidden = false;
+  }
+
   showJoin(error?: string): void {
+    this.el('identity').hidden = true;
     this.el('chat').hidden = true;
     this.el('join').hidden = false;
     this.showError('join-error', error);
@@ -173,4 +190,9 @@ export class ChatView {
   private input(id: string): HTMLInputElement {
     return this.el(id) as HTMLInputElement;
   }
+}
+
+/** `HH:MM:SS` in the page's locale. */
+function clock(atMs: number): string {
+  return new Date(atMs).toLocaleTimeString([], { hour: '2-digit', minute: '2-digit', second: '2-digit' });
 }

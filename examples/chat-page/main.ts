@@ -48,6 +48,9 @@ async function join(user: string, room: string): Promise<void> {
     view.setUnread(Math.max(0, rooms.counter(room, 'last_message_counter') - rooms.counter(room, 'last_seen_counter')));
   const stops = [
     client.on('status', (status) => view.setStatus(status)),
+    // Every hello (a reconnect may bring another object), and each renewal of the authorization (SPEC §14).
+    client.on('hello', (hello) => view.setIdentity(hello, false)),
+    client.on('refreshed', (hello) => view.setIdentity(hello, true)),
     client.onMessage<ChatMessage>(`rooms.${room}`, (message) => view.addMessages([message], user)),
     rooms.onChange((changes) => {
       if (changes.some((change) => change.key === room)) showUnread();

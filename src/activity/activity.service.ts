@@ -50,6 +50,16 @@ export class ActivityService implements OnModuleDestroy {
   }
 
   /**
+   * SPEC §14: a refresh changed `connection`'s authorization object; the
+   * user's `session_inactive` (§8) carries the new identity. In cluster mode
+   * with connections of the user on several nodes, it carries the identity
+   * last written by any of them.
+   */
+  refreshed(connection: Connection): void {
+    this.activity.refreshed(connection.identity!);
+  }
+
+  /**
    * Cluster mode, SPEC §12.5: this node took over a resumable session of
    * another node (its count moved here in Redis); `deadlineAt` is the user's
    * deadline there. Nothing is announced: resuming is not activity (§12.2).

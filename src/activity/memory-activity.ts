@@ -58,6 +58,11 @@ export class MemoryActivity extends UserActivity {
     if (user !== undefined) this.extend(user, windowMs);
   }
 
+  refreshed(identity: Identity): void {
+    const user = this.users.get(identity.userId);
+    if (user !== undefined) user.authorization = identity.authorization;
+  }
+
   /** One node has no other node to take a session over from. */
   adopted(): void {}
 

@@ -8,6 +8,7 @@ import { extendDeadline } from './activity';
 import { REDIS_NOW } from '../cluster/redis-now';
 import { STATUS_VERSIONS } from './status-version';
 import { ActivityEvents, UserActivity } from './user-activity';
+import { WRITE_USER_AUTH } from './user-auth-script';
 
 /** What this node knows of a user with connections here. */
 interface LocalSession {
@@ -138,6 +139,7 @@ export class RedisActivity extends UserActivity {
   private readonly assertScript: Script;
   private readonly leaveScript: Script;
   private readonly claimScript: Script;
+  private readonly authScript: Script;
   private readonly head: Buffer;
   private flushTimer: NodeJS.Timeout | null = null;
   private claimTimer: NodeJS.Timeout | null = null;
@@ -158,6 +160,7 @@ export class RedisActivity extends UserActivity {
     this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
     this.leaveScript = link.script('gatewaySessionLeave', 4, LEAVE);
     this.claimScript = link.script('gatewaySessionClaim', 3, CLAIM);
+    this.authScript = link.script('gatewaySessionAuth', 1, WRITE_USER_AUTH);
     this.walk = new PartitionWalk(link);
     this.head = originHead(nodeId);
     link.onUp(() => this.reassert());
@@ -220,6 +223,22 @@ export class RedisActivity extends UserActivity {
     const session = this.local.get(userId);
     if (session !== undefined) session.deadlineAt = Math.max(session.deadlineAt, deadlineAt);
     else this.local.set(userId, { deadlineAt, pushedAt: 0, authorization, handlerName });
+  }
+
+  /**
+   * SPEC §14: a refresh here changed the user's identity. Kept for the next
+   * assert (which rewrites the hash's identity from it) and written to the
+   * user's hash at once, so the notice carries it whichever node claims the
+   * deadline. With connections of the user on several nodes, the hash holds
+   * the identity last written by any of them.
+   */
+  refreshed(identity: Identity): void {
+    const session = this.local.get(identity.userId);
+    if (session === undefined) return;
+    session.authorization = identity.authorization;
+    if (!this.link.isUp || this.isStopped) return; // re-asserted after the reconnect; nothing while draining
+    const key = this.names.user(identity.userId);
+    void this.run(async () => void (await this.authScript([key], [session.authorization])));
   }
 
   /** A session of `userId` here was taken over by another node, which counts it now: nothing changes in Redis. */

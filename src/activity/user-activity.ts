@@ -29,6 +29,9 @@ export abstract class UserActivity {
   /** A valid call carried `active`: the deadline moves to at least now + `windowMs`. */
   abstract touch(userId: string, windowMs: number): void;
 
+  /** SPEC §14: a refresh changed the user's authorization object; its `session_inactive` carries `identity`. */
+  abstract refreshed(identity: Identity): void;
+
   /** SPEC §12.5: a session taken over from another node; `deadlineAt` is the user's deadline there. */
   abstract adopted(identity: Identity, handlerName: string, deadlineAt: number): void;
 

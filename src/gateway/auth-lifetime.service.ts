@@ -1,4 +1,5 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
+import { ActivityService } from '../activity/activity.service';
 import { RefreshOutcome, refreshDelayMs, retryDelayMs } from '../auth/auth-lifetime';
 import { AuthService } from '../auth/auth.service';
 import { GatewayConfig } from '../config/gateway-config';
@@ -53,6 +54,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
     private readonly registry: ConnectionRegistry,
     private readonly auth: AuthService,
     private readonly resumables: ResumableSessionsService,
+    private readonly activity: ActivityService,
     metrics: GatewayMetrics,
   ) {
     this.graceMs = config.authLifetime.graceMs;
@@ -122,7 +124,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
     switch (outcome.kind) {
       case 'changed':
         // The resumed hello carries the new identity: no separate frame.
-        connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
+        this.changeIdentity(connection, outcome.identityJson);
         this.restart(connection, outcome.lifetimeMs);
         return true;
       case 'ok':
@@ -216,7 +218,7 @@ export class AuthLifetimeService implements OnModuleDestroy {
     this.results[outcome.kind].inc();
     switch (outcome.kind) {
       case 'changed':
-        connection.identity = new Identity(connection.identity!.userId, outcome.identityJson);
+        this.changeIdentity(connection, outcome.identityJson);
         // SPEC §14: resumable clients learn the new identity; legacy ones get no extra frame.
         if (connection.isResumable && connection.send(encodeHello(outcome.identityJson, REFRESHED_META)))
           this.helloSent.inc();
@@ -235,6 +237,12 @@ export class AuthLifetimeService implements OnModuleDestroy {
         return unknown;
       }
     }
+  }
+
+  /** SPEC §14: later upstream requests carry the new identity, the user's `session_inactive` (§8) too. */
+  private changeIdentity(connection: Connection, identityJson: string): void {
+    connection.identity = new Identity(connection.identity!.userId, identityJson);
+    this.activity.refreshed(connection);
   }
 
   /**

@@ -3,7 +3,15 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { dropConnection, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
-import { AUTH_PATH, REFRESH_PATH, authorize, identityHeader, refreshOf, userOf } from './harness/auth-lifetime';
+import {
+  AUTH_PATH,
+  REFRESH_PATH,
+  authorize,
+  identityHeader,
+  inactiveNoticeOf,
+  refreshOf,
+  userOf,
+} from './harness/auth-lifetime';
 
 /** Assert SPEC §14's end: fatal_error with S and D, then close 4000+S with reason `expired`. */
 async function expectExpired(client: WsClient, status: number, data: unknown, ms = 2000): Promise<void> {
@@ -233,6 +241,46 @@ describe('authorization lifetime and refresh (SPEC §14)', () => {
       await t.upstream.nextRequest(refreshOf('hopper'), 2000);
       expect(Date.now() - startedAt).toBeLessThan(1200);
     });
+  });
+});
+
+describe('the inactivity notice after a refresh that changed the object (SPEC §8, §14)', () => {
+  let t: TestGateway;
+  afterEach(() => t.close());
+
+  /** A gateway whose refresh answers `changed` for its user and the same object for anyone else. */
+  async function start(windowText: string, changed: { user_id: string }): Promise<void> {
+    t = await startTestGateway({ NEW_CONNECTION_IDLE_TIMEOUT: windowText });
+    t.upstream.on(`POST ${AUTH_PATH}`, authorize);
+    t.upstream.on(`POST ${REFRESH_PATH}`, (req) => ({
+      json: userOf(req) === changed.user_id ? changed : { user_id: userOf(req) },
+      headers: { 'Gateway-Auth-TTL': '3600' },
+    }));
+  }
+
+  it('carries the new identity after a refresh of a live connection', async () => {
+    const changed = { user_id: 'renewed', plan: 'pro' };
+    await start('2s', changed);
+    const { client } = await t.hello({ query: 'user=renewed&ttl=1', protocols: optInProtocols() });
+    // Refreshed at about 0.9 s, inactive at 2 s.
+    expect(await client.next(1500)).toEqual(['hello', { refreshed: true }, changed]);
+    const notice = await t.upstream.nextRequest(inactiveNoticeOf('renewed'), 2500);
+    expect(notice.headers.authorization).toBe(identityHeader(JSON.stringify(changed)));
+  });
+
+  it('carries the new identity after a refresh at resume', async () => {
+    const changed = { user_id: 'waking', plan: 'pro' };
+    await start('4s', changed);
+    const { client, hello } = await t.hello({ query: 'user=waking&ttl=1', protocols: optInProtocols() });
+    await dropConnection(client);
+    // Barrier: a 2 s lifetime that began after the drop is refreshed once the detached one's (1 s) has ended.
+    await t.hello({ query: 'user=waking-barrier&ttl=2' });
+    await t.upstream.nextRequest(refreshOf('waking-barrier'), 3000);
+    const resumed = await t.hello({ query: 'user=waking', protocols: resumeProtocols(resumeOf(hello).token) });
+    expect(resumed.hello).toEqual(['hello', expect.objectContaining({ resumed: true }), changed]);
+    // Inactive 4 s after the first authorization (a resume is not activity).
+    const notice = await t.upstream.nextRequest(inactiveNoticeOf('waking'), 3500);
+    expect(notice.headers.authorization).toBe(identityHeader(JSON.stringify(changed)));
   });
 });
 

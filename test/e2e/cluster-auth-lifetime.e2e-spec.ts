@@ -2,7 +2,15 @@ import { TestCluster, startTestCluster } from './harness/cluster';
 import { RecordedRequest, Reply } from './harness/fake-upstream';
 import { dropConnection, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
-import { AUTH_PATH, REFRESH_PATH, authorize, identityHeader, refreshOf, userOf } from './harness/auth-lifetime';
+import {
+  AUTH_PATH,
+  REFRESH_PATH,
+  authorize,
+  identityHeader,
+  inactiveNoticeOf,
+  refreshOf,
+  userOf,
+} from './harness/auth-lifetime';
 
 describe('authorization lifetime in cluster mode (SPEC §14)', () => {
   let cluster: TestCluster;
@@ -84,5 +92,54 @@ describe('authorization lifetime in cluster mode (SPEC §14)', () => {
     expect((await resumed.client.call('chat.who', { request_id: 1 }))[0]).toBe('result');
     const call = await cluster.upstream.nextRequest((r) => r.path === '/chat/who');
     expect(call.headers.authorization).toBe(identityHeader(JSON.stringify(changed)));
+  });
+});
+
+describe('the inactivity notice after a refresh that changed the object, in cluster mode (SPEC §8, §14)', () => {
+  let cluster: TestCluster;
+  const changedOf = (user: string) => ({ user_id: user, plan: 'pro' });
+  const clients: WsClient[] = [];
+
+  async function hello(index: number, query: string, protocols: string[]) {
+    const client = await WsClient.connect(cluster.nodes[index].wsUrl, { query, protocols });
+    clients.push(client);
+    return { client, hello: await client.next() };
+  }
+
+  beforeAll(async () => {
+    cluster = await startTestCluster(2, { NEW_CONNECTION_IDLE_TIMEOUT: '4s' });
+    cluster.upstream.on(`POST ${AUTH_PATH}`, authorize);
+    // Users named `renewed-…` get a changed object; anyone else the same one.
+    cluster.upstream.on(`POST ${REFRESH_PATH}`, (req) => {
+      const user = userOf(req);
+      return {
+        json: user.startsWith('renewed-') ? changedOf(user) : { user_id: user },
+        headers: { 'Gateway-Auth-TTL': '3600' },
+      };
+    });
+  });
+  afterAll(async () => {
+    await Promise.all(clients.map((client) => client.close()));
+    await cluster.close();
+  });
+
+  // The node that claims the deadline reads the identity from Redis: the refresh wrote it there at once.
+  it('carries the new identity after a refresh of a live connection, whichever node claims the deadline', async () => {
+    const { client } = await hello(0, 'user=renewed-live&ttl=1', optInProtocols());
+    expect(await client.next(3000)).toEqual(['hello', { refreshed: true }, changedOf('renewed-live')]);
+    const notice = await cluster.upstream.nextRequest(inactiveNoticeOf('renewed-live'), 5000);
+    expect(notice.headers.authorization).toBe(identityHeader(JSON.stringify(changedOf('renewed-live'))));
+  });
+
+  it('carries the new identity after a refresh at a resume on another node', async () => {
+    const first = await hello(0, 'user=renewed-moved&ttl=1', optInProtocols());
+    await dropConnection(first.client);
+    // Barrier: a 2 s lifetime that began after the drop is refreshed once the detached one's (1 s) has ended.
+    await hello(0, 'user=moved-barrier&ttl=2', optInProtocols());
+    await cluster.upstream.nextRequest(refreshOf('moved-barrier'), 3000);
+    const resumed = await hello(1, 'user=renewed-moved', resumeProtocols(resumeOf(first.hello).token));
+    expect(resumed.hello).toEqual(['hello', expect.objectContaining({ resumed: true }), changedOf('renewed-moved')]);
+    const notice = await cluster.upstream.nextRequest(inactiveNoticeOf('renewed-moved'), 4000);
+    expect(notice.headers.authorization).toBe(identityHeader(JSON.stringify(changedOf('renewed-moved'))));
   });
 });

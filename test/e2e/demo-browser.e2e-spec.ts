@@ -23,6 +23,7 @@ interface DemoOptions {
   backendPort?: number;
   gatewayEnv?: Record<string, string>;
   onLine?: (line: string) => void;
+  authTtlSeconds?: number;
 }
 interface GatewayOptions {
   upstreamUrl: string;
@@ -48,6 +49,9 @@ const GATEWAY_ENV = {
   SHUTDOWN_GRACE: '1s',
 };
 
+/** Authorizations that expire and are renewed (SPEC §14), each renewal a changed identity (`expires_at`). */
+const AUTH_TTL_SECONDS = 2;
+
 /**
  * Deliverable 2 of issue 13 in a real Chromium: the demo (`npm run demo`'s
  * startDemo on port 0) serves the chat page; two pages chat, see each other's
@@ -68,6 +72,7 @@ describeInChromium('demo chat page in Chromium', () => {
       backendPort: 0,
       gatewayEnv: GATEWAY_ENV,
       onLine: (line) => gatewayLog.push(line),
+      authTtlSeconds: AUTH_TTL_SECONDS,
     });
     browser = await launchChromium();
   }, 180_000);
@@ -147,4 +152,19 @@ describeInChromium('demo chat page in Chromium', () => {
     await alice.waitForSelector(member('alice', online), { timeout: UI_MS });
     expect(pageErrors).toEqual([]);
   }, 120_000);
+
+  it('shows until when the page is signed in, and each renewal of its authorization (SPEC §14)', async () => {
+    const carol = await open('carol');
+    await carol.waitForSelector('#identity:not([hidden])', { timeout: UI_MS });
+    // Read in this order: a renewal in between only makes the end read later, never earlier.
+    const renewals = Number(await carol.getAttribute('#identity', 'data-refreshes'));
+    const expiresAt = Number(await carol.getAttribute('#identity', 'data-expires-at'));
+    expect(expiresAt).toBeGreaterThan(0);
+    // Renewed at about 90% of the 2 s lifetime.
+    await carol.waitForSelector(`#identity[data-refreshes="${renewals + 1}"]`, { timeout: UI_MS });
+    expect(Number(await carol.getAttribute('#identity', 'data-expires-at'))).toBeGreaterThan(expiresAt);
+    expect(await carol.textContent('#identity')).toMatch(/^carol · signed in until \S.* \(renewed ×\d+\)$/);
+    await carol.close();
+    expect(pageErrors).toEqual([]);
+  }, 60_000);
 });

@@ -2,6 +2,7 @@ import type { Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { untilMetric } from './harness/metrics';
+import { optInProtocols } from './harness/resume';
 
 interface ChatBackendOptions {
   port: number;
@@ -42,7 +43,8 @@ describe('demo chat backend: authorization lifetime', () => {
 
   it('renews the authorization while the user may go on, and ends it (401, expired) once signed out', async () => {
     const { client } = await t.hello({ query: 'user=alice' });
-    await untilMetric(t.apiUrl, 'gateway_auth_refreshes_total{result="ok"}', (n) => n >= 1, 3000);
+    // Each renewal names its new end (expires_at), so the object changed: a legacy client gets no frame for it.
+    await untilMetric(t.apiUrl, 'gateway_auth_refreshes_total{result="changed"}', (n) => n >= 1, 3000);
     signedOut.add('alice');
     expect(await client.next(3000)).toEqual([
       'fatal_error',
@@ -51,5 +53,22 @@ describe('demo chat backend: authorization lifetime', () => {
     ]);
     expect(await client.closed()).toEqual({ code: 4401, reason: 'expired' });
     expect(client.frames.map((frame) => frame[0])).toEqual(['hello', 'fatal_error']);
+  });
+
+  it('a renewal names its new end: a resumable client gets hello {refreshed} with the later expires_at', async () => {
+    const startedAt = Date.now();
+    const { client, hello } = await t.hello({ query: 'user=bob', protocols: optInProtocols() });
+    const first = hello[2] as { user_id: string; username: string; expires_at: number };
+    expect(first).toEqual({ user_id: 'bob', username: 'bob', expires_at: expect.any(Number) as number });
+    // A 1 s lifetime.
+    expect(first.expires_at).toBeGreaterThanOrEqual(startedAt + 1000);
+    expect(first.expires_at).toBeLessThanOrEqual(Date.now() + 1000);
+    const refreshed = await client.next(3000);
+    expect(refreshed).toEqual([
+      'hello',
+      { refreshed: true },
+      { user_id: 'bob', username: 'bob', expires_at: expect.any(Number) as number },
+    ]);
+    expect((refreshed[2] as { expires_at: number }).expires_at).toBeGreaterThan(first.expires_at);
   });
 });

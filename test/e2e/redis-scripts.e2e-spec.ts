@@ -7,6 +7,7 @@ import { GONE, ORPHANED, heldBy } from '../../src/cluster/whereabouts';
 import { LatticeBody, parseLatticeBody } from '../../src/lattice/lattice-body';
 import { COMPACT_AFTER_ENTRIES, LatticeLog } from '../../src/lattice/lattice-log';
 import { GatewayMetrics } from '../../src/metrics/gateway-metrics';
+import { Identity } from '../../src/protocol/identity';
 import { TopicLog } from '../../src/pubsub/topic-log';
 import { RedisResumeRate } from '../../src/resume/redis-resume-rate';
 import { SessionRecords, SessionStart, SessionSubscriptions } from '../../src/resume/session-records';
@@ -37,6 +38,7 @@ const SCRIPTS = [
   'gatewaySessionAssert',
   'gatewaySessionLeave',
   'gatewaySessionClaim',
+  'gatewaySessionAuth',
   'gatewaySessionTakeover',
   'gatewaySessionOrphan',
   'gatewaySessionEndOrphan',
@@ -186,6 +188,39 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
         expect(await within(inactive, "ann's deadline claimed", 5000)).toBe('ann');
         await activity.disconnected('ann');
         expect(await redis.exists(names.user('ann'))).toBe(0); // inactive, no connection left: offline
+      } finally {
+        await activity.stop();
+      }
+    });
+    expect(errors).toEqual([]);
+  });
+
+  it("activity (SPEC §14): a refreshed identity written to the user's hash, and no hash made for a user not there", async () => {
+    const errors = await redisErrorsOf(async () => {
+      const activity = new RedisActivity(link, names, 'nodeA', () => 1, {
+        announce: () => undefined,
+        inactive: () => undefined,
+      });
+      const renewed = new Identity('bea', '{"user_id":"bea","plan":"pro"}');
+      try {
+        await activity.connected('bea', 600_000, 'Gateway+json e30=', 'default');
+        await activity.connected('cyd', 600_000, 'Gateway+json e30=', 'default');
+        activity.refreshed(renewed);
+        await untilRedisHas(
+          redis,
+          async (r) => (await r.hget(names.user('bea'), 'auth')) === renewed.authorization,
+          "bea's refreshed identity",
+        );
+        // Gone from Redis meanwhile: not written. cyd's refresh, run after it on the same link, is the barrier.
+        await redis.del(names.user('bea'));
+        activity.refreshed(renewed);
+        activity.refreshed(new Identity('cyd', '{"user_id":"cyd","plan":"pro"}'));
+        await untilRedisHas(
+          redis,
+          async (r) => (await r.hget(names.user('cyd'), 'auth')) !== 'Gateway+json e30=',
+          "cyd's refreshed identity",
+        );
+        expect(await redis.exists(names.user('bea'))).toBe(0);
       } finally {
         await activity.stop();
       }

@@ -4,6 +4,7 @@ import { RecordedRequest, Reply } from './fake-upstream';
 
 export const AUTH_PATH = '/gateway/authorize_connection';
 export const REFRESH_PATH = '/gateway/refresh_connection';
+export const INACTIVE_PATH = '/gateway/session_inactive';
 
 /** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
 export function identityHeader(json: string): string {
@@ -21,6 +22,12 @@ export const refreshOf =
   (user: string) =>
   (r: RecordedRequest): boolean =>
     r.path === REFRESH_PATH && userOf(r) === user;
+
+/** Matches a `session_inactive` notice (SPEC §8) for `user`. */
+export const inactiveNoticeOf =
+  (user: string) =>
+  (r: RecordedRequest): boolean =>
+    r.path === INACTIVE_PATH && userOf(r) === user;
 
 /**
  * The authorization route of the §14 specs: `user=<id>` names the user and
