@@ -12,11 +12,14 @@
 //   {probe: 'prof-start'}             → start the V8 CPU profiler (sampling 200 µs)
 //   {probe: 'prof-stop', file}        → stop it and write the .cpuprofile to `file`
 //   {probe: 'heap-snapshot', file}    → write a V8 heap snapshot to `file`
+//   {probe: 'loop-start'}             → start measuring event-loop delay (monitorEventLoopDelay, resolution 1 ms)
+//   {probe: 'loop-stop'}              → stop it: {p50Ms, p99Ms, maxMs} since loop-start
 
 if (typeof process.send === 'function') {
   const fs = require('node:fs');
   const v8 = require('node:v8');
   let session = null;
+  let loopDelay = null;
 
   const post = (method, params) =>
     new Promise((resolve, reject) =>
@@ -45,6 +48,23 @@ if (typeof process.send === 'function') {
     },
     cpu() {
       return process.cpuUsage();
+    },
+    'loop-start'() {
+      loopDelay = require('node:perf_hooks').monitorEventLoopDelay({ resolution: 1 });
+      loopDelay.enable();
+      return {};
+    },
+    'loop-stop'() {
+      if (loopDelay === null) return { error: 'not measuring' };
+      loopDelay.disable();
+      const ms = (ns) => ns / 1e6;
+      const result = {
+        p50Ms: ms(loopDelay.percentile(50)),
+        p99Ms: ms(loopDelay.percentile(99)),
+        maxMs: ms(loopDelay.max),
+      };
+      loopDelay = null;
+      return result;
     },
     'heap-snapshot'(msg) {
       if (typeof global.gc === 'function') global.gc();

@@ -1,7 +1,8 @@
 'use strict';
 // The fast local upstream the benchmarks point both servers at: a raw
 // node:http keep-alive server. It answers
-//   POST /gateway/authorize_connection  → {"user_id": <?user= or "u<n>">, "cid": <connection_id>}
+//   POST /gateway/authorize_connection  → {"user_id": <?user= or "u<n>">, "cid": <connection_id>},
+//                                         with `Gateway-Subscribe: <?subscribe=>` when the query names one
 //   POST /gateway/session_inactive      → {}
 //   POST /gateway/refresh_connection    → the identity it was sent (SPEC §14: the same object, a refresh `ok`)
 //   POST /echo                          → the call's args (body[1])
@@ -28,10 +29,10 @@ function reply(res, status, text) {
   res.end(text);
 }
 
-function userFromQuery(query) {
+function paramFromQuery(query, name) {
   if (typeof query !== 'string' || query.length === 0) return null;
   for (const part of query.split('&')) {
-    if (part.startsWith('user=')) return decodeURIComponent(part.slice(5));
+    if (part.startsWith(name + '=')) return decodeURIComponent(part.slice(name.length + 1));
   }
   return null;
 }
@@ -49,7 +50,10 @@ function handle(req, body, res) {
       authorizations++;
       const meta = parsed[0];
       const kwargs = parsed[2];
-      const user = userFromQuery(kwargs && kwargs.url_querystring) || 'u' + anonymous++;
+      const query = kwargs && kwargs.url_querystring;
+      const user = paramFromQuery(query, 'user') || 'u' + anonymous++;
+      const topic = paramFromQuery(query, 'subscribe');
+      if (topic !== null) res.setHeader('Gateway-Subscribe', topic);
       return reply(res, 200, JSON.stringify({ user_id: user, cid: meta.connection_id }));
     }
     case '/gateway/session_inactive':

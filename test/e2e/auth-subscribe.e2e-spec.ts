@@ -1,7 +1,8 @@
-import { TOPOLOGIES, TestCluster, startTestCluster } from './harness/cluster';
+import { TEST_REDIS_URL, TOPOLOGIES, TestCluster, startTestCluster, startTwoNodeGateway } from './harness/cluster';
 import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { untilMetric } from './harness/metrics';
+import { RedisDelayProxy } from './harness/redis-delay-proxy';
 import { Position, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
 import { WsClient } from './harness/ws-client';
 
@@ -139,5 +140,53 @@ describe('subscriptions in the authorization answer and session records (SPEC §
       { topic: 'moved.1', offset: 1, epoch: expect.any(String) },
       7,
     ]);
+  });
+});
+
+/**
+ * The "50 connects" rows above pass even when hello does not wait for Redis
+ * to confirm the SUBSCRIBE (issue 32): other round trips before hello take as
+ * long. Here each node's subscriber connection reaches Redis 300 ms late
+ * while commands and other nodes' PUBLISHes do not, so only that wait keeps a
+ * publish sent through the other node right after hello (or after a 204)
+ * from being lost.
+ */
+describe.each([
+  ['plain topics', {}],
+  ['numbered topics, RESUME_WINDOW=30s', { RESUME_WINDOW: '30s' }],
+])('read-your-writes with a slow subscriber connection to Redis (SPEC §15.1, §11, two nodes, %s)', (_, env) => {
+  let proxy: RedisDelayProxy;
+  let t: TestGateway;
+  beforeAll(async () => {
+    proxy = await RedisDelayProxy.start(TEST_REDIS_URL, 300);
+    t = await startTwoNodeGateway({ REDIS_URL: proxy.url, ...env });
+  });
+  afterAll(async () => {
+    await t.close();
+    await proxy.close();
+  });
+
+  it('a publish sent through the other node as soon as hello arrives reaches the client (3 connects)', async () => {
+    for (let i = 0; i < 3; i++) {
+      t.upstream.on(AUTH, answerWith(`late/${i}`));
+      const { client } = await t.hello();
+      expect((await api(t.apiUrl, 'POST', `/v1/publish/late/${i}`, i)).status).toBe(204);
+      expect([i, await client.next()]).toEqual([i, ['message', expect.objectContaining({ topic: `late.${i}` }), i]]);
+      await client.close();
+    }
+    // Both nodes' subscriber connections were slowed, so the rows prove something.
+    expect(proxy.subscriberConnections).toBe(2);
+  });
+
+  it('a /v1 subscribe through the other node answers 204 only once the owner hears the topic (3 connects)', async () => {
+    t.upstream.on(AUTH, { json: { user_id: 'u1' } });
+    for (let i = 0; i < 3; i++) {
+      const { client, cid } = await t.helloAs(`late${i}`);
+      expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/late-v1/${i}`)).status).toBe(204);
+      expect((await api(t.apiUrl, 'POST', `/v1/publish/late-v1/${i}`, i)).status).toBe(204);
+      const message = ['message', expect.objectContaining({ topic: `late-v1.${i}` }), i];
+      expect([i, await client.next()]).toEqual([i, message]);
+      await client.close();
+    }
   });
 });
