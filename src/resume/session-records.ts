@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { TopicPosition } from '../protocol/topic-position';
 import { ClusterNames, parseSessionMember, partitionOf, sessionMember } from '../cluster/channels';
+import { PartitionBatch } from '../cluster/partition-batch';
 import { PartitionWalk } from '../cluster/partition-walk';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisLink } from '../cluster/redis-link';
@@ -476,27 +477,25 @@ export class SessionRecords {
     const batch = [...this.pending];
     this.pending.clear();
     if (this.isStopped) return flushed;
-    const pipeline = this.link.command.pipeline() as unknown as Record<string, (...args: unknown[]) => unknown> & {
-      exec(): Promise<Array<[Error | null, unknown]> | null>;
-    };
-    /** Pipeline index of each change script → its session. */
+    const writes = new PartitionBatch(this.link);
+    /** Batch index of each change script → its session. */
     const changes = new Map<number, string>();
-    /** Pipeline index of each start script → its session. */
+    /** Batch index of each start script → its session. */
     const starts = new Map<number, string>();
-    let commands = 0;
     for (const [connectionId, change] of batch) {
       const userId = this.userOf.get(connectionId);
       if (userId === undefined) continue; // not ours (any more)
+      const partition = partitionOf(userId);
       const key = this.names.session(userId, connectionId);
       const start = change.start;
       if (start !== undefined) {
-        // The connection index first: a resume or a /v1 command naming the connection finds the record by it.
-        pipeline.set(this.names.sessionUser(connectionId), userId, 'PX', this.keepMs);
-        commands++;
+        // The connection index: a resume or a /v1 command naming the connection finds the record by it
+        // (both are written before the session's hello goes out).
+        writes.add(partitionOf(connectionId), 'set', [this.names.sessionUser(connectionId), userId, 'PX', this.keepMs]);
         const keys = [
           key,
           this.names.sessionToken(userId, start.digest),
-          this.names.nodeSessions(partitionOf(userId), this.nodeId),
+          this.names.nodeSessions(partition, this.nodeId),
           this.names.userSessions(userId),
         ];
         const args = [
@@ -513,20 +512,19 @@ export class SessionRecords {
           start.authEndsAt ?? 0,
           sessionMember(connectionId, userId),
         ];
-        pipeline[this.writeStartName](...keys, ...args);
-        starts.set(commands++, connectionId);
+        starts.set(writes.add(partition, this.writeStartName, [...keys, ...args]), connectionId);
       } else if (!this.written.has(connectionId)) {
         continue; // not ours (any more)
       }
       const [fields, gone] =
         change.subscriptions === undefined ? [[], []] : this.subscriptionChanges(connectionId, change.subscriptions);
       if (fields.length === 0 && gone.length === 0 && change.windowEndAt === undefined) continue;
-      pipeline[this.writeChangeName](key, this.nodeId, change.windowEndAt ?? '', fields.length / 2, ...fields, ...gone);
-      changes.set(commands++, connectionId);
+      const args = [key, this.nodeId, change.windowEndAt ?? '', fields.length / 2, ...fields, ...gone];
+      changes.set(writes.add(partition, this.writeChangeName, args), connectionId);
     }
-    if (commands === 0) return flushed;
+    if (writes.size === 0) return flushed;
     try {
-      const replies = (await this.link.timed('session records', pipeline.exec())) ?? [];
+      const replies = await this.link.timed('session records', writes.exec());
       await this.link.confirmWrites().catch(() => (flushed.isConfirmed = false));
       for (const [index, connectionId] of starts) {
         // Revoked while this node could not hear of it (SPEC §12.6): its copy ends here too, never written back.
@@ -583,22 +581,25 @@ export class SessionRecords {
    */
   private async refresh(): Promise<void> {
     if (this.isStopped || !this.link.isUp) return;
-    const pipeline = this.link.command.pipeline();
+    const expires = new PartitionBatch(this.link);
     const users = new Set<string>();
     const partitions = new Set<number>();
     for (const session of this.held()) {
       const { connectionId, userId } = session;
-      if (!users.has(userId)) pipeline.pexpire(this.names.userSessions(userId), this.keepMs);
+      const partition = partitionOf(userId);
+      partitions.add(partition);
+      if (!users.has(userId)) expires.add(partition, 'pexpire', [this.names.userSessions(userId), this.keepMs]);
       users.add(userId);
-      partitions.add(partitionOf(userId));
-      pipeline.pexpire(this.names.sessionToken(userId, session.digest), this.keepMs);
-      pipeline.pexpire(this.names.sessionUser(connectionId), this.keepMs);
-      if (!session.isDetached) pipeline.pexpire(this.names.session(userId, connectionId), ATTACHED_TTL_MS);
+      expires.add(partition, 'pexpire', [this.names.sessionToken(userId, session.digest), this.keepMs]);
+      expires.add(partitionOf(connectionId), 'pexpire', [this.names.sessionUser(connectionId), this.keepMs]);
+      if (!session.isDetached)
+        expires.add(partition, 'pexpire', [this.names.session(userId, connectionId), ATTACHED_TTL_MS]);
     }
     if (users.size === 0) return;
     // The node's sets go by themselves too if every node stops for good (a reaper deletes them otherwise).
-    for (const partition of partitions) pipeline.pexpire(this.names.nodeSessions(partition, this.nodeId), this.keepMs);
-    await pipeline.exec().catch(() => undefined);
+    for (const partition of partitions)
+      expires.add(partition, 'pexpire', [this.names.nodeSessions(partition, this.nodeId), this.keepMs]);
+    await expires.exec().catch(() => undefined);
   }
 
   private scheduleOrphanPoll(): void {
