@@ -60,8 +60,9 @@ const KIND_LABELS: Readonly<Record<ChannelKind, string>> = { t: 'topic', l: 'lat
  * - Commands for a connection go to its owner's node channel with a request
  *   id and resolve on the owner's ack (its effect is then in place); commands
  *   for every node go on the shared channel and wait for as many acks as Redis
- *   counted receivers. No receiver on an owner's channel = the owner is gone:
- *   resolved at once, as for any unknown connection. Commands for one channel
+ *   counted receivers. No receiver counted on an owner's channel: the owner
+ *   is gone when its liveness key is (resolved at once, as for any unknown
+ *   connection), else its ack is awaited all the same. Commands for one channel
  *   issued in the same tick (e.g. a `/v1/batch`) travel in one message.
  * - Data channels are joined only while this node has local interest; a
  *   message carries its origin node so a node skips its own.
@@ -221,17 +222,6 @@ export class RedisBroker extends Broker {
     return this.enqueue(this.names.node(where.node), where.node, kind, connectionId, data);
   }
 
-  /** The owner named by a connection id is gone: the session may live on another node (SPEC §12.5). */
-  private async relocate(kind: string, connectionId: string, json: unknown, owner: string): Promise<void> {
-    const where = await this.whereIs(this.locator!, connectionId);
-    if (where.kind === 'gone' || (where.kind === 'held' && where.node === owner)) {
-      const unreachable = await this.goneOrCutOff(owner);
-      if (unreachable !== null) throw unreachable;
-      return;
-    }
-    return this.toHolder(kind, connectionId, this.decode(kind, json), where);
-  }
-
   private decode(kind: string, json: unknown): unknown {
     const codec = this.handlers.get(kind)?.codec;
     return codec === undefined ? json : codec.decode(json);
@@ -285,19 +275,24 @@ export class RedisBroker extends Broker {
       );
     }
     this.counters.commandOut.inc();
-    // The every-node channel counts this node too, which skips its own message.
-    const expected = owner === null ? receivers - 1 : receivers;
-    if (expected <= 0 && owner !== null && this.locator !== null) {
-      // Each command follows its connection to the node holding it now, if another one does.
-      for (const [kind, target, json, id] of commands) {
-        this.relocate(kind, target, json, owner).then(
-          () => this.finish([id], null),
-          (err: Error) => this.finish([id], err),
-        );
-      }
-      return;
+    if (owner === null) {
+      // The every-node channel counts this node too, which skips its own message.
+      return receivers <= 1 ? this.finish(ids, null) : this.awaitAcks(ids, receivers - 1, 'every node');
     }
-    if (expected <= 0) return this.finish(ids, owner === null ? null : await this.goneOrCutOff(owner));
+    if (receivers > 0) return this.awaitAcks(ids, receivers, `node ${owner}`);
+    // Nobody counted: the owner is gone, cut off, or not counted (a PUBLISH on a Redis Cluster counts the
+    // receivers on the Redis node it reached only). Alive, it is waited for as if counted; gone, each command
+    // follows its connection to the node holding it now, if another one does, else it ends as for an unknown id.
+    for (const [kind, target, json, id] of commands) {
+      this.routeUncounted(kind, target, json, owner).then(
+        (isWaited) => (isWaited ? this.awaitAcks([id], 1, `node ${owner}`) : this.finish([id], null)),
+        (err: Error) => this.finish([id], err),
+      );
+    }
+  }
+
+  /** Wait for `expected` acks of each of `ids` (5 s), then fail them with 503 owner_unreachable. */
+  private awaitAcks(ids: readonly number[], expected: number, who: string): void {
     for (const id of ids) {
       const request = this.pending.get(id);
       if (request === undefined) continue;
@@ -306,7 +301,6 @@ export class RedisBroker extends Broker {
     }
     const timer = setTimeout(() => {
       this.ackTimers.delete(timer);
-      const who = owner === null ? 'every node' : `node ${owner}`;
       this.finish(
         ids,
         new ClusterUnavailableError(
@@ -319,15 +313,30 @@ export class RedisBroker extends Broker {
     this.ackTimers.add(timer);
   }
 
-  /** Nobody listens on the owner's channel: gone (null: resolved as an unknown connection), or alive but cut off. */
-  private async goneOrCutOff(owner: string): Promise<Error | null> {
-    const isAlive = await this.link.command.exists(this.names.alive(owner)).then(
+  /**
+   * A command published on `owner`'s channel that no receiver was counted
+   * for. True: the owner is alive, so its ack is waited for. Else settled
+   * here: sent on to the node holding the session now, or done (no such
+   * connection any more).
+   */
+  private async routeUncounted(kind: string, target: string, json: unknown, owner: string): Promise<boolean> {
+    if (this.locator !== null) {
+      // SPEC §12.5: its session may live on another node now.
+      const where = await this.whereIs(this.locator, target);
+      if (where.kind === 'orphaned' || (where.kind === 'held' && where.node !== owner)) {
+        await this.toHolder(kind, target, this.decode(kind, json), where);
+        return false;
+      }
+    }
+    return this.isAlive(owner);
+  }
+
+  /** Whether `node`'s liveness key is there; an unreadable one counts as alive (never a false "gone"). */
+  private isAlive(node: string): Promise<boolean> {
+    return this.link.command.exists(this.names.alive(node)).then(
       (n) => n === 1,
       () => true,
     );
-    return isAlive
-      ? new ClusterUnavailableError('owner_unreachable', `node ${owner} owning the connection is not reachable; retry`)
-      : null;
   }
 
   /** Settle the still-pending requests among `ids`: resolved, or rejected with `error`. */
