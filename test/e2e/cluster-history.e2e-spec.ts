@@ -11,6 +11,7 @@ import {
   ResumeMeta,
   dropConnection,
   helloMeta,
+  optIn,
   optInProtocols,
   positionOf,
   resumeOf,
@@ -46,15 +47,6 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     cluster = await startTestCluster(2, { REDIS_URL: redisUrl, ...env });
     redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     return [cluster.nodes[0], cluster.nodes[1]];
-  }
-
-  async function optIn(
-    node: TestGateway,
-    user: string,
-  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
-    const query = `user=${user}&o=${Math.random()}`;
-    const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
-    return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
   }
 
   async function resume(

@@ -4,16 +4,7 @@ import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
 import { RedisServer } from './harness/redis-server';
-import {
-  Position,
-  ResumeMeta,
-  dropConnection,
-  helloMeta,
-  optInProtocols,
-  positionOf,
-  resumeOf,
-  resumeProtocols,
-} from './harness/resume';
+import { Position, dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
 
@@ -42,15 +33,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await cluster?.close();
     await redis?.kill();
   });
-
-  async function optIn(
-    node: TestGateway,
-    user: string,
-  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
-    const query = `user=${user}&o=${Math.random()}`;
-    const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
-    return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
-  }
 
   async function publish(node: TestGateway, n: number): Promise<void> {
     const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));

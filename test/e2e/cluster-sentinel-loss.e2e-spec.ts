@@ -4,7 +4,7 @@ import { ProcessCluster, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
 import { RedisSentinel } from './harness/redis-sentinel';
-import { dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
+import { dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 
 /** SPEC §13.2: after a promotion, the cluster works again within this. */
@@ -38,17 +38,6 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     return nodes;
   }
 
-  /** A resumable client of `user` on `node`, with its connection id. */
-  async function optIn(node: ChildGateway, user: string): Promise<{ client: WsClient; token: string; cid: string }> {
-    const query = `user=${user}&o=${Math.random()}`;
-    const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
-    cluster.clients.push(client);
-    const auth = await upstream.nextRequest(
-      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-    );
-    return { client, token: resumeOf(hello).token, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
-  }
-
   async function frames(client: WsClient, count: number): Promise<Frame[]> {
     const out: Frame[] = [];
     for (let i = 0; i < count; i++) out.push(await client.next(RECOVERY_MS));
@@ -74,7 +63,7 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     const [a, b] = await start();
     const legacyA = await cluster.hello(a, 'lee');
     const legacyB = await cluster.hello(b, 'lou');
-    const ann = await optIn(a, 'ann');
+    const ann = await optIn(a, 'ann', cluster);
     for (const [cid, via] of [
       [legacyA.cid, b],
       [legacyB.cid, a],
@@ -100,7 +89,7 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     }
     const back = await WsClient.hello(a.wsUrl, {
       query: 'user=ann-back',
-      protocols: resumeProtocols(ann.token, { room: seenByAnn[4] }),
+      protocols: resumeProtocols(ann.resume.token, { room: seenByAnn[4] }),
     });
     cluster.clients.push(back.client);
     expect(helloMeta(back.hello)).toMatchObject({ resumed: true, lost: ['room'] });
