@@ -5,7 +5,7 @@ import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { SdkClients, nextEvent, untilChange } from './harness/sdk-client';
-import { expectPut } from './harness/v1';
+import { connectionIdOf, expectPut } from './harness/v1';
 
 /**
  * The client SDK (client/src) in Node with `ws`, against the real gateway:
@@ -19,17 +19,6 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
     (value) => new Error(`expected a rejection, got ${JSON.stringify(value)}`),
     (err: unknown) => err,
   );
-}
-
-/** The connection id of the next authorization of `user` the upstream saw. */
-async function cidOf(upstream: FakeUpstream, user: string, ms = 5000): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) =>
-      r.path === AUTH &&
-      (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === `user=${user}`,
-    ms,
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
 
 /** Collects a client's disconnects from now on. */
@@ -184,7 +173,7 @@ describe('client SDK against the real gateway', () => {
       t = await startTestGateway();
       const alice = sdk.create(`${t.wsUrl}/?user=alice`);
       await alice.connect();
-      const cid = await cidOf(t.upstream, 'alice');
+      const cid = await connectionIdOf(t.upstream, 'user=alice', 5000);
       const rooms = alice.lattice('rooms');
       const changes: unknown[] = [];
       rooms.onChange((c) => changes.push(c));
@@ -255,7 +244,7 @@ describe('client SDK against the real gateway', () => {
       const client = sdk.create(`ws://127.0.0.1:${port}/?user=alice`);
       const disconnects = disconnectsOf(client);
       await client.connect();
-      const cid = await cidOf(upstream, 'alice');
+      const cid = await connectionIdOf(upstream, 'user=alice', 5000);
       await expectPut(first.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 3 } },
         private: { alice: { lobby: {} } },
@@ -293,7 +282,7 @@ describe('client SDK against the real gateway', () => {
       expect(await waiting).toEqual({ args: ['queued'], kwargs: {} });
       // The new gateway knows nothing yet: the mirror keeps what it had until the backend re-sends state.
       expect(rooms.get('lobby')).toEqual({ last_message_counter: 3 });
-      const newCid = await cidOf(upstream, 'alice');
+      const newCid = await connectionIdOf(upstream, 'user=alice', 5000);
       await expectPut(second.apiUrl, `/v1/connection/${newCid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 4 } },
         private: { alice: { lobby: { last_seen_counter: 4 } } },

@@ -20,7 +20,7 @@ import {
   resumeProtocols,
 } from './harness/resume';
 import { Frame, HandshakeRefused, WsClient } from './harness/ws-client';
-import { expectPut, expectPublish } from './harness/v1';
+import { connectionIdOf, expectPut, expectPublish } from './harness/v1';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
 interface Node {
@@ -29,14 +29,6 @@ interface Node {
 }
 
 let queries = 0;
-
-/** The connection id in the authorization request made with `query`. */
-async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
-}
 
 function authRequests(upstream: FakeUpstream): number {
   return upstream.requests.filter((r) => r.path.endsWith('/gateway/authorize_connection')).length;
@@ -112,7 +104,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     const query = `user=wat&q=${++queries}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     clients.push(client);
-    await expectPut(node.apiUrl, `/v1/connection/${await cidOf(upstream, query)}/users`, [user, ...others]);
+    await expectPut(node.apiUrl, `/v1/connection/${await connectionIdOf(upstream, query)}/users`, [user, ...others]);
     const watcher = new Watcher(client);
     await watcher.until(user, 'offline', 3000);
     return watcher;

@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { ChildGateway } from './child-gateway';
 import { FakeUpstream } from './fake-upstream';
+import { connectionIdOf } from './v1';
 import { Frame, WsClient } from './ws-client';
 
 /** Generous for 2 busy CPUs: a child node boots dist/main.js. */
@@ -46,10 +47,7 @@ export class ProcessCluster {
     const query = `user=${user}&at=${Math.random()}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     this.clients.push(client);
-    const auth = await this.upstream.nextRequest(
-      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-    );
-    return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
+    return { client, cid: await connectionIdOf(this.upstream, query) };
   }
 
   async close(): Promise<void> {

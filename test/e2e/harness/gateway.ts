@@ -2,6 +2,7 @@ import { loadConfig } from '../../../src/config/load-config';
 import { JsonLogger } from '../../../src/logging/json-logger';
 import { RunningGateway, startGateway } from '../../../src/start-gateway';
 import { FakeUpstream } from './fake-upstream';
+import { connectionIdOf } from './v1';
 import { Frame, WsClient } from './ws-client';
 
 /** A started gateway with a fake upstream and the clients a test opened. */
@@ -105,13 +106,4 @@ export async function startTestGateway(
       await gateway.close();
     },
   };
-}
-
-async function connectionIdOf(upstream: FakeUpstream, query?: string): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) =>
-      r.path.endsWith('/gateway/authorize_connection') &&
-      (query === undefined || (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query),
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
