@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { Reply } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { deferred } from './harness/wait';
+import { identityHeader } from './harness/identity';
 import { WsClient } from './harness/ws-client';
 
 const AUTH_PATH = '/gateway/authorize_connection';
@@ -17,11 +18,6 @@ type AuthBody = [
   unknown[],
   { http_cookie: string | null; http_authorization: string | null; url_querystring: string },
 ];
-
-/** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
-function identityOf(json: string): string {
-  return 'Gateway+json ' + Buffer.from(json, 'utf8').toString('base64');
-}
 
 /** The connection id the gateway sent in the next authorization request. */
 async function nextConnectionId(t: TestGateway): Promise<string> {
@@ -111,7 +107,7 @@ describe('authorization (SPEC §3)', () => {
       const { client } = await t.hello();
       await client.call('profile.get', { request_id: 1 });
       const call = await t.upstream.requestTo('/profile/get');
-      expect(call.headers.authorization).toBe(identityOf('{"user_id":"u1","name":"x"}'));
+      expect(call.headers.authorization).toBe(identityHeader('{"user_id":"u1","name":"x"}'));
       expect(call.headers['user-agent']).toBe(`gateway/${VERSION}`);
       expect(call.headers['content-type']).toBe('application/json');
     });
@@ -122,7 +118,7 @@ describe('authorization (SPEC §3)', () => {
       expect(hello).toEqual(['hello', {}, { user_id: 'u1', tags: [1, 2] }]);
       await client.call('x', { request_id: 1 });
       expect((await t.upstream.requestTo('/x')).headers.authorization).toBe(
-        identityOf('{"user_id":"u1","tags":[1,2]}'),
+        identityHeader('{"user_id":"u1","tags":[1,2]}'),
       );
     });
   });
@@ -358,7 +354,7 @@ describe('authorization (SPEC §3)', () => {
       // ghost's answer is handled first; a ghost session would expire first too.
       await t.hello({ query: 'user=barrier' });
       const inactive = await t.upstream.requestTo('/gateway/session_inactive');
-      expect(inactive.headers.authorization).toBe(identityOf('{"user_id":"barrier"}'));
+      expect(inactive.headers.authorization).toBe(identityHeader('{"user_id":"barrier"}'));
       expect(ghost.frames).toEqual([]);
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH, AUTH_PATH, '/gateway/session_inactive']);
     });

@@ -3,8 +3,9 @@ import { ClusterNames, EVERY_PARTITION } from '../../src/cluster/channels';
 import { ChildGateway } from './harness/child-gateway';
 import { TEST_REDIS_URL, randomPrefix } from './harness/cluster';
 import { ProcessCluster, StatusMirror, untilRedisHas, untilRedisState } from './harness/cluster-nodes';
-import { FakeUpstream, RecordedRequest } from './harness/fake-upstream';
+import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
+import { userOf } from './harness/identity';
 import { RedisServer } from './harness/redis-server';
 import { WsClient } from './harness/ws-client';
 
@@ -14,16 +15,8 @@ async function usersOn(r: Redis, names: ClusterNames, node: string): Promise<str
   return sets.flat().sort();
 }
 
-/** The user a session_inactive request speaks for (its identity header). */
-function userOfNotice(request: RecordedRequest): string {
-  const header = String(request.headers.authorization ?? '');
-  return (
-    JSON.parse(Buffer.from(header.slice('Gateway+json '.length), 'base64').toString('utf8')) as { user_id: string }
-  ).user_id;
-}
-
 const noticesOf = (upstream: FakeUpstream): string[] =>
-  upstream.requests.filter((r) => r.path.endsWith('/gateway/session_inactive')).map(userOfNotice);
+  upstream.requests.filter((r) => r.path.endsWith('/gateway/session_inactive')).map(userOf);
 
 /**
  * SPEC §11 "Redis outage" with processes: Redis (a private redis-server) is
