@@ -1,9 +1,8 @@
 import { readFileSync } from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Reply } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
+import { freePort } from './harness/ports';
 import { deferred } from './harness/wait';
 import { identityHeader } from './harness/identity';
 import { WsClient } from './harness/ws-client';
@@ -29,15 +28,6 @@ async function expectAuthFailure(client: WsClient, status: number, data: unknown
   expect(await client.next()).toEqual(['fatal_error', { error_kind: 'http_error', http_error: status }, data]);
   expect(await client.closed()).toEqual({ code: 4000 + status, reason: 'backend_error' });
   expect(client.frames).toHaveLength(1);
-}
-
-/** A port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('authorization (SPEC §3)', () => {
@@ -249,7 +239,7 @@ describe('authorization (SPEC §3)', () => {
   });
 
   describe('with an upstream that refuses connections', () => {
-    beforeEach(async () => (t = await startTestGateway({ UPSTREAM_URL: `http://127.0.0.1:${await closedPort()}` })));
+    beforeEach(async () => (t = await startTestGateway({ UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` })));
 
     it('refuses the connection: 500', async () => {
       await expectAuthFailure(await t.connect(), 500, null);

@@ -5,7 +5,7 @@ import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
 import { parseMetrics } from './harness/metrics';
 import { deliveryFaults, loadReceived, Published, PUBLISH_GAP_MS, publishUntilStopped } from './harness/publish-load';
-import { freePort } from './harness/redis-server';
+import { freePort } from './harness/ports';
 import { RedisSentinel } from './harness/redis-sentinel';
 import { waitFor } from './harness/wait';
 import { WsClient } from './harness/ws-client';
