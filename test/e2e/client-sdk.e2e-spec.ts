@@ -4,6 +4,7 @@ import { ChildGateway, buildGateway } from './harness/child-gateway';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
+import { untilMetric } from './harness/metrics';
 import { SdkClients, nextEvent, untilChange } from './harness/sdk-client';
 import { connectionIdOf, expectPut } from './harness/v1';
 
@@ -165,7 +166,7 @@ describe('client SDK against the real gateway', () => {
       await probing.connect();
       // Each probe is answered by the gateway itself (counted as an invalid frame, no upstream call).
       const upstreamCalls = t.upstream.requests.length;
-      await untilInvalidFrames(t, 6, 5000);
+      await untilMetric(t.apiUrl, 'gateway_client_frames_total{outcome="invalid"}', (count) => count >= 6, 5000);
       expect([disconnects, probing.status, t.upstream.requests.length]).toEqual([[], 'connected', upstreamCalls]);
     });
 
@@ -327,19 +328,3 @@ describe('client SDK against the real gateway', () => {
     }, 60_000);
   });
 });
-
-/** Resolve once gateway_client_frames_total{outcome="invalid"} reaches `count`, within `ms` (polls /metrics). */
-async function untilInvalidFrames(t: TestGateway, count: number, ms: number): Promise<void> {
-  const read = async (): Promise<number> => {
-    const text = await (await fetch(t.apiUrl + '/metrics')).text();
-    return Number(/^gateway_client_frames_total\{outcome="invalid"\} (\S+)$/m.exec(text)?.[1] ?? 0);
-  };
-  const deadline = Date.now() + ms;
-  let last = await read();
-  while (last < count) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${ms} ms waiting for ${count} probes answered (last ${last})`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    last = await read();
-  }
-}

@@ -7,6 +7,7 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { ApiResponse, api } from './harness/http';
 import { dropConnection, helloMeta, optIn, resumeOf, resumeProtocols } from './harness/resume';
 import { TcpProxy } from './harness/tcp-proxy';
+import { waitFor } from './harness/wait';
 import { WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
 
@@ -333,15 +334,16 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       expectUnavailable(await api(a.apiUrl, 'DELETE', `/v1/connection/${first.cid}`));
       // Through B: 503 while the holder may still serve the session (its liveness key lives), then 204.
       for (const session of [first, second]) {
-        const deadline = Date.now() + 20_000;
-        for (;;) {
-          const res = await api(b.apiUrl, 'DELETE', `/v1/connection/${session.cid}`);
-          if (res.status === 204) break;
-          expectUnavailable(res);
-          if (Date.now() > deadline)
-            throw new Error('timed out after 20000 ms waiting for a 204 through the healthy node');
-          await new Promise((resolve) => setTimeout(resolve, 200)); // pacing retries, as a backend does
-        }
+        await waitFor(
+          async () => {
+            const res = await api(b.apiUrl, 'DELETE', `/v1/connection/${session.cid}`);
+            if (res.status !== 204) expectUnavailable(res);
+            return res.status === 204;
+          },
+          'a 204 through the healthy node',
+          20_000,
+          200, // pacing retries, as a backend does
+        );
       }
       expect(await survivals([b], 'ona', [], [first.resume.token])).toEqual([]);
       expect(await survivals([b], 'ona2', [], [second.resume.token])).toEqual([]);

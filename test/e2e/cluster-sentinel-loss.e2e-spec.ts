@@ -5,6 +5,7 @@ import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
 import { RedisSentinel } from './harness/redis-sentinel';
 import { dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
+import { waitFor } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
 
 /** SPEC §13.2: after a promotion, the cluster works again within this. */
@@ -46,17 +47,19 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
 
   /** Publish `n` through `node` until it is acknowledged (Redis may still be failing over), within 10 s. */
   async function publishAcknowledged(node: ChildGateway, n: number): Promise<void> {
-    const deadline = Date.now() + RECOVERY_MS;
-    for (;;) {
-      const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
-      if (res.status === 204) return;
-      if (Date.now() > deadline)
-        throw new Error(
-          `publish ${n} through ${node.apiUrl} not acknowledged within ${RECOVERY_MS} ms after the promotion: last ${res.status} ${res.text}`,
-        );
-      expect([res.status, JSON.parse(res.text).error]).toEqual([503, 'cluster_unavailable']);
-      await new Promise((resolve) => setTimeout(resolve, 100)); // pacing retries, as a backend does
-    }
+    let last = '';
+    await waitFor(
+      async () => {
+        const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
+        last = `${res.status} ${res.text}`;
+        if (res.status === 204) return true;
+        expect([res.status, JSON.parse(res.text).error]).toEqual([503, 'cluster_unavailable']);
+        return false;
+      },
+      () => `publish ${n} through ${node.apiUrl} to be acknowledged after the promotion (last ${last})`,
+      RECOVERY_MS,
+      100, // pacing retries, as a backend does
+    );
   }
 
   it('every publish acknowledged reaches the live subscribers once and in order; a resume across the failover reports the topic lost', async () => {

@@ -3,6 +3,7 @@ import { JsonLogger } from '../../../src/logging/json-logger';
 import { RunningGateway, startGateway } from '../../../src/start-gateway';
 import { FakeUpstream } from './fake-upstream';
 import { connectionIdOf } from './v1';
+import { waitFor } from './wait';
 import { Frame, WsClient } from './ws-client';
 
 /** A started gateway with a fake upstream and the clients a test opened. */
@@ -89,14 +90,13 @@ export async function startTestGateway(
     },
     openConnections,
     untilOpenConnections: async (count, ms = 2000) => {
-      const deadline = Date.now() + ms;
-      let last = await openConnections();
-      while (last !== count) {
-        if (Date.now() > deadline)
-          throw new Error(`timed out after ${ms} ms waiting for gateway_connections ${count} (last ${last})`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        last = await openConnections();
-      }
+      let last = NaN;
+      await waitFor(
+        async () => (last = await openConnections()) === count,
+        () => `gateway_connections ${count} (last ${last})`,
+        ms,
+        10,
+      );
     },
     close: async () => {
       await Promise.all(clients.map((c) => c.close()));
