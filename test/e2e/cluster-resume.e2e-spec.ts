@@ -21,6 +21,7 @@ import {
 } from './harness/resume';
 import { Frame, HandshakeRefused, WsClient } from './harness/ws-client';
 import { connectionIdOf, expectPut, expectPublish } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
 interface Node {
@@ -64,17 +65,6 @@ class Watcher extends StatusMirror {
   async barrier(): Promise<void> {
     await expectNothingMore(this.socket);
   }
-}
-
-let barriers = 0;
-/** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
-async function expectNothingMore(client: WsClient): Promise<void> {
-  const requestId = `barrier-${++barriers}`;
-  expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-    'result',
-    { request_id: requestId },
-    { args: [], kwargs: {} },
-  ]);
 }
 
 /** SPEC §12.5 and the cluster side of §12.2/§12.3: sessions resume on any node. */

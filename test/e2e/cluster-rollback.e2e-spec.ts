@@ -7,6 +7,7 @@ import { RedisServer } from './harness/redis-server';
 import { Position, dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /**
  * SPEC §13.1: Redis comes back with less than it acknowledged (a restart from
@@ -21,7 +22,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
   let cluster: TestCluster;
   let a: TestGateway;
   let b: TestGateway;
-  let barriers = 0;
 
   beforeEach(async () => {
     redis = await RedisServer.start();
@@ -54,15 +54,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await redis.restart();
     await untilRedisState(a.apiUrl, 'up');
     await untilRedisState(b.apiUrl, 'up');
-  }
-
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   async function frames(client: WsClient, count: number): Promise<Frame[]> {

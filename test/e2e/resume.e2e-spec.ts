@@ -16,13 +16,12 @@ import {
 } from './harness/resume';
 import { Frame, HandshakeRefused, PROTOCOL, WsClient } from './harness/ws-client';
 import { expectPut, expectPublish } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
 describe('resumable sessions (SPEC §12, one node)', () => {
   let t: TestGateway;
   afterEach(() => t.close());
-
-  let barriers = 0;
 
   async function start(env: Record<string, string> = {}): Promise<void> {
     t = await startTestGateway(env);
@@ -43,16 +42,6 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
   async function untilDetached(count: number): Promise<void> {
     await untilMetric(t.apiUrl, 'gateway_sessions_detached', (v) => v === count);
-  }
-
-  /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   describe('opting in (12.1)', () => {
