@@ -1,15 +1,11 @@
 import { TestGateway, startTestGateway } from './harness/gateway';
+import { identityHeader } from './harness/identity';
 import { api } from './harness/http';
 import { RecordedRequest } from './harness/fake-upstream';
 import { Frame, WsClient } from './harness/ws-client';
 
 const INACTIVE_PATH = '/gateway/session_inactive';
 const SHORT_WINDOWS = { NEW_CONNECTION_IDLE_TIMEOUT: '1s', CLIENT_MIN_IDLE_TIMEOUT: '1s' };
-
-/** The identity header of SPEC §3: standard padded base64 of the compact JSON of the whole auth response. */
-function identityOf(authResponse: object): string {
-  return 'Gateway+json ' + Buffer.from(JSON.stringify(authResponse)).toString('base64');
-}
 
 /** SPEC §8: sessions, activity deadlines and the inactivity notice. */
 describe('sessions and inactivity', () => {
@@ -20,7 +16,7 @@ describe('sessions and inactivity', () => {
 
   /** The next session_inactive request that speaks for `user` (default auth answer `{user_id}`), within `ms`. */
   function inactiveNoticeOf(user: string, ms: number): Promise<RecordedRequest> {
-    const authorization = identityOf({ user_id: user });
+    const authorization = identityHeader(JSON.stringify({ user_id: user }));
     return t.upstream.nextRequest((r) => r.path === INACTIVE_PATH && r.headers.authorization === authorization, ms);
   }
 
@@ -54,7 +50,7 @@ describe('sessions and inactivity', () => {
       expect(notice.method).toBe('POST');
       expect(notice.body).toEqual([{}, [], {}]);
       expect(notice.rawBody.replace(/\s/g, '')).toBe('[{},[],{}]');
-      expect(notice.headers.authorization).toBe(identityOf(authResponse));
+      expect(notice.headers.authorization).toBe(identityHeader(JSON.stringify(authResponse)));
       expect(notice.headers['content-type']).toMatch(/^application\/json/);
     });
 

@@ -1,10 +1,10 @@
 import { readFileSync } from 'node:fs';
-import * as http from 'node:http';
-import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { Reply } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
+import { freePort } from './harness/ports';
 import { deferred } from './harness/wait';
+import { identityHeader } from './harness/identity';
 import { WsClient } from './harness/ws-client';
 
 const AUTH_PATH = '/gateway/authorize_connection';
@@ -18,11 +18,6 @@ type AuthBody = [
   { http_cookie: string | null; http_authorization: string | null; url_querystring: string },
 ];
 
-/** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
-function identityOf(json: string): string {
-  return 'Gateway+json ' + Buffer.from(json, 'utf8').toString('base64');
-}
-
 /** The connection id the gateway sent in the next authorization request. */
 async function nextConnectionId(t: TestGateway): Promise<string> {
   return ((await t.upstream.requestTo(AUTH_PATH)).body as AuthBody)[0].connection_id;
@@ -33,15 +28,6 @@ async function expectAuthFailure(client: WsClient, status: number, data: unknown
   expect(await client.next()).toEqual(['fatal_error', { error_kind: 'http_error', http_error: status }, data]);
   expect(await client.closed()).toEqual({ code: 4000 + status, reason: 'backend_error' });
   expect(client.frames).toHaveLength(1);
-}
-
-/** A port nothing listens on (bound, then released). */
-async function closedPort(): Promise<number> {
-  const server = http.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 describe('authorization (SPEC §3)', () => {
@@ -111,7 +97,7 @@ describe('authorization (SPEC §3)', () => {
       const { client } = await t.hello();
       await client.call('profile.get', { request_id: 1 });
       const call = await t.upstream.requestTo('/profile/get');
-      expect(call.headers.authorization).toBe(identityOf('{"user_id":"u1","name":"x"}'));
+      expect(call.headers.authorization).toBe(identityHeader('{"user_id":"u1","name":"x"}'));
       expect(call.headers['user-agent']).toBe(`gateway/${VERSION}`);
       expect(call.headers['content-type']).toBe('application/json');
     });
@@ -122,7 +108,7 @@ describe('authorization (SPEC §3)', () => {
       expect(hello).toEqual(['hello', {}, { user_id: 'u1', tags: [1, 2] }]);
       await client.call('x', { request_id: 1 });
       expect((await t.upstream.requestTo('/x')).headers.authorization).toBe(
-        identityOf('{"user_id":"u1","tags":[1,2]}'),
+        identityHeader('{"user_id":"u1","tags":[1,2]}'),
       );
     });
   });
@@ -253,7 +239,7 @@ describe('authorization (SPEC §3)', () => {
   });
 
   describe('with an upstream that refuses connections', () => {
-    beforeEach(async () => (t = await startTestGateway({ UPSTREAM_URL: `http://127.0.0.1:${await closedPort()}` })));
+    beforeEach(async () => (t = await startTestGateway({ UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` })));
 
     it('refuses the connection: 500', async () => {
       await expectAuthFailure(await t.connect(), 500, null);
@@ -358,7 +344,7 @@ describe('authorization (SPEC §3)', () => {
       // ghost's answer is handled first; a ghost session would expire first too.
       await t.hello({ query: 'user=barrier' });
       const inactive = await t.upstream.requestTo('/gateway/session_inactive');
-      expect(inactive.headers.authorization).toBe(identityOf('{"user_id":"barrier"}'));
+      expect(inactive.headers.authorization).toBe(identityHeader('{"user_id":"barrier"}'));
       expect(ghost.frames).toEqual([]);
       expect(t.upstream.requests.map((r) => r.path)).toEqual([AUTH_PATH, AUTH_PATH, '/gateway/session_inactive']);
     });

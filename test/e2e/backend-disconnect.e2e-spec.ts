@@ -4,6 +4,7 @@ import { ApiResponse, api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
 import { deferred } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
+import { expectNothingMore } from './harness/barrier';
 
 /**
  * SPEC §12.6: the backend ends connections. `DELETE /v1/connection/{cid}`
@@ -19,7 +20,6 @@ type Statuses = Record<string, { status_register: [number, string] }>;
 
 describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, start) => {
   let t: TestGateway;
-  let barriers = 0;
 
   // A short activity window: a watched user goes inactive on its own, and its last connection then closing shows offline (SPEC §8).
   beforeEach(async () => (t = await start({ MAX_PAYLOAD_BYTES: '1KiB', NEW_CONNECTION_IDLE_TIMEOUT: '300ms' })));
@@ -31,16 +31,6 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
   async function expectNoContent(method: string, path: string): Promise<void> {
     const res = await call(method, path);
     expect({ path, status: res.status, text: res.text }).toEqual({ path, status: 204, text: '' });
-  }
-
-  /** STYLE B10 ordering barrier: the connection is open and nothing else arrived before the reply to a call made now. */
-  async function expectOpenAndQuiet(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   function statusesOf(frame: Frame): Statuses {
@@ -58,7 +48,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       expect(await t.openConnections()).toBe(1);
       expect(await first.client.closed()).toEqual(DISCONNECTED);
       expect(first.client.frames.map((f) => f[0])).toEqual(['hello']);
-      await expectOpenAndQuiet(second.client);
+      await expectNothingMore(second.client);
     });
 
     it('ends the connection for presence: watchers of an inactive user see it offline at once', async () => {
@@ -84,7 +74,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       expect(await slow.closed()).toEqual(DISCONNECTED);
       release.resolve();
       // The held authorization answer is ignored: a later connection greets first and the slow one got nothing.
-      await expectOpenAndQuiet((await t.helloAs('barrier')).client);
+      await expectNothingMore((await t.helloAs('barrier')).client);
       expect(slow.frames).toEqual([]);
       expect(await t.openConnections()).toBe(1);
     });
@@ -100,7 +90,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       ]) {
         await expectNoContent('DELETE', `/v1/connection/${cid}`);
       }
-      await expectOpenAndQuiet(alice.client);
+      await expectNothingMore(alice.client);
       await expectNoContent('DELETE', `/v1/connection/${alice.cid}`);
       await expectNoContent('DELETE', `/v1/connection/${alice.cid}`);
       expect(await alice.client.closed()).toEqual(DISCONNECTED);
@@ -126,7 +116,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
         status: 413,
         connection: 'close',
       });
-      await expectOpenAndQuiet(alice.client);
+      await expectNothingMore(alice.client);
     });
   });
 
@@ -143,8 +133,8 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       expect(await alice1.client.closed()).toEqual(DISCONNECTED);
       expect(await alice2.client.closed()).toEqual(DISCONNECTED);
       expect(statusesOf(await watcher.next()).alice.status_register[1]).toBe('offline');
-      await expectOpenAndQuiet(bob.client);
-      await expectOpenAndQuiet(watcher);
+      await expectNothingMore(bob.client);
+      await expectNothingMore(watcher);
     });
 
     it('reaches user ids with slashes and colons, and answers 204 to a user without connections', async () => {
@@ -153,7 +143,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
       await expectNoContent('DELETE', '/v1/user/nobody/connections');
       await expectNoContent('DELETE', '/v1/user/team:a/b-c_d/connections');
       expect(await odd.client.closed()).toEqual(DISCONNECTED);
-      await expectOpenAndQuiet(other.client);
+      await expectNothingMore(other.client);
     });
 
     it.each([
@@ -193,7 +183,7 @@ describe.each(TOPOLOGIES)('backend disconnect (SPEC §12.6, %s)', (_topology, st
     ]);
     expect(await t.openConnections()).toBe(1);
     for (const client of [alice.client, bob1.client, bob2.client]) expect(await client.closed()).toEqual(DISCONNECTED);
-    await expectOpenAndQuiet(carol.client);
+    await expectNothingMore(carol.client);
   });
 
   it('counts the requests as connection_disconnect and user_disconnect in gateway_backend_api_requests_total', async () => {

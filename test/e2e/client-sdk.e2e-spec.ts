@@ -4,8 +4,9 @@ import { ChildGateway, buildGateway } from './harness/child-gateway';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
+import { untilMetric } from './harness/metrics';
 import { SdkClients, nextEvent, untilChange } from './harness/sdk-client';
-import { expectPut } from './harness/v1';
+import { connectionIdOf, expectPut } from './harness/v1';
 
 /**
  * The client SDK (client/src) in Node with `ws`, against the real gateway:
@@ -19,17 +20,6 @@ async function rejection(promise: Promise<unknown>): Promise<unknown> {
     (value) => new Error(`expected a rejection, got ${JSON.stringify(value)}`),
     (err: unknown) => err,
   );
-}
-
-/** The connection id of the next authorization of `user` the upstream saw. */
-async function cidOf(upstream: FakeUpstream, user: string, ms = 5000): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) =>
-      r.path === AUTH &&
-      (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === `user=${user}`,
-    ms,
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
 }
 
 /** Collects a client's disconnects from now on. */
@@ -176,7 +166,7 @@ describe('client SDK against the real gateway', () => {
       await probing.connect();
       // Each probe is answered by the gateway itself (counted as an invalid frame, no upstream call).
       const upstreamCalls = t.upstream.requests.length;
-      await untilInvalidFrames(t, 6, 5000);
+      await untilMetric(t.apiUrl, 'gateway_client_frames_total{outcome="invalid"}', (count) => count >= 6, 5000);
       expect([disconnects, probing.status, t.upstream.requests.length]).toEqual([[], 'connected', upstreamCalls]);
     });
 
@@ -184,7 +174,7 @@ describe('client SDK against the real gateway', () => {
       t = await startTestGateway();
       const alice = sdk.create(`${t.wsUrl}/?user=alice`);
       await alice.connect();
-      const cid = await cidOf(t.upstream, 'alice');
+      const cid = await connectionIdOf(t.upstream, 'user=alice', 5000);
       const rooms = alice.lattice('rooms');
       const changes: unknown[] = [];
       rooms.onChange((c) => changes.push(c));
@@ -255,7 +245,7 @@ describe('client SDK against the real gateway', () => {
       const client = sdk.create(`ws://127.0.0.1:${port}/?user=alice`);
       const disconnects = disconnectsOf(client);
       await client.connect();
-      const cid = await cidOf(upstream, 'alice');
+      const cid = await connectionIdOf(upstream, 'user=alice', 5000);
       await expectPut(first.apiUrl, `/v1/connection/${cid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 3 } },
         private: { alice: { lobby: {} } },
@@ -293,7 +283,7 @@ describe('client SDK against the real gateway', () => {
       expect(await waiting).toEqual({ args: ['queued'], kwargs: {} });
       // The new gateway knows nothing yet: the mirror keeps what it had until the backend re-sends state.
       expect(rooms.get('lobby')).toEqual({ last_message_counter: 3 });
-      const newCid = await cidOf(upstream, 'alice');
+      const newCid = await connectionIdOf(upstream, 'user=alice', 5000);
       await expectPut(second.apiUrl, `/v1/connection/${newCid}/lattices/rooms`, {
         shared: { lobby: { last_message_counter: 4 } },
         private: { alice: { lobby: { last_seen_counter: 4 } } },
@@ -338,19 +328,3 @@ describe('client SDK against the real gateway', () => {
     }, 60_000);
   });
 });
-
-/** Resolve once gateway_client_frames_total{outcome="invalid"} reaches `count`, within `ms` (polls /metrics). */
-async function untilInvalidFrames(t: TestGateway, count: number, ms: number): Promise<void> {
-  const read = async (): Promise<number> => {
-    const text = await (await fetch(t.apiUrl + '/metrics')).text();
-    return Number(/^gateway_client_frames_total\{outcome="invalid"\} (\S+)$/m.exec(text)?.[1] ?? 0);
-  };
-  const deadline = Date.now() + ms;
-  let last = await read();
-  while (last < count) {
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${ms} ms waiting for ${count} probes answered (last ${last})`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-    last = await read();
-  }
-}

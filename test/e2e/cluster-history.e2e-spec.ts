@@ -11,6 +11,7 @@ import {
   ResumeMeta,
   dropConnection,
   helloMeta,
+  optIn,
   optInProtocols,
   positionOf,
   resumeOf,
@@ -18,6 +19,7 @@ import {
 } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut, expectPublish } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /**
  * SPEC §12.3/§12.4 in cluster mode: topic history and positions in Redis
@@ -30,7 +32,6 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
   let cluster: TestCluster;
   let redis: Redis;
   let ownRedis: RedisServer | null = null;
-  let barriers = 0;
 
   afterEach(async () => {
     await cluster?.close();
@@ -46,15 +47,6 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     cluster = await startTestCluster(2, { REDIS_URL: redisUrl, ...env });
     redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     return [cluster.nodes[0], cluster.nodes[1]];
-  }
-
-  async function optIn(
-    node: TestGateway,
-    user: string,
-  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
-    const query = `user=${user}&o=${Math.random()}`;
-    const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
-    return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
   }
 
   async function resume(
@@ -82,15 +74,6 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
 
   async function untilDetached(node: TestGateway, count: number): Promise<void> {
     await untilMetric(node.apiUrl, 'gateway_sessions_detached', (v) => v === count);
-  }
-
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   /** Every key of this cluster's prefix matching `pattern` (after the prefix). */

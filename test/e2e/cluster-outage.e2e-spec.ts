@@ -2,6 +2,7 @@ import { TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
 import { startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { RedisServer } from './harness/redis-server';
+import { waitFor } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
 
 /** SPEC §11 "Redis outage": a dedicated redis-server is killed, then restarted empty, mid-test. */
@@ -24,18 +25,18 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
 
   /** Poll /health/ready of a node until its body reports `redis` as `state` (every answer recorded). */
   async function untilRedis(apiUrl: string, state: 'up' | 'down', ms = 10_000): Promise<void> {
-    const deadline = Date.now() + ms;
-    for (;;) {
-      const res = await fetch(apiUrl + '/health/ready');
-      readiness.push(res.status);
-      const body = (await res.json()) as { info?: { cluster?: { redis?: string } } };
-      if (body.info?.cluster?.redis === state) return;
-      if (Date.now() > deadline)
-        throw new Error(
-          `timed out after ${ms} ms waiting for readiness to report redis ${state}: ${JSON.stringify(body)}`,
-        );
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    let body: { info?: { cluster?: { redis?: string } } } = {};
+    await waitFor(
+      async () => {
+        const res = await fetch(apiUrl + '/health/ready');
+        readiness.push(res.status);
+        body = (await res.json()) as typeof body;
+        return body.info?.cluster?.redis === state;
+      },
+      () => `readiness to report redis ${state}: ${JSON.stringify(body)}`,
+      ms,
+      20,
+    );
   }
 
   async function status(apiUrl: string, method: string, path: string, body?: unknown): Promise<number> {

@@ -1,4 +1,6 @@
 import { TestCluster, startTestCluster } from './harness/cluster';
+import { RecordedRequest } from './harness/fake-upstream';
+import { userOf } from './harness/identity';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
 
@@ -71,10 +73,8 @@ describe('cluster: presence and sessions across nodes (SPEC §11)', () => {
       expect((await nextStatusOf(watcher.client, 'ulla'))[1]).toBe('active');
       // A later session as the barrier: its notice comes after any duplicate of ulla's could have.
       await cluster.nodes[2].helloAs('vera');
-      const isNotice = (user: string) => (r: { path: string; headers: Record<string, unknown> }) =>
-        r.path === '/gateway/session_inactive' &&
-        JSON.parse(Buffer.from(String(r.headers.authorization).slice('Gateway+json '.length), 'base64').toString())
-          .user_id === user;
+      const isNotice = (user: string) => (r: RecordedRequest) =>
+        r.path === '/gateway/session_inactive' && userOf(r) === user;
       await cluster.upstream.nextRequest(isNotice('ulla'), 5000);
       expect((await nextStatusOf(watcher.client, 'ulla'))[1]).toBe('inactive');
       await cluster.upstream.nextRequest(isNotice('vera'), 5000);

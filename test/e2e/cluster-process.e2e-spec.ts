@@ -3,6 +3,7 @@ import { TEST_REDIS_URL, randomPrefix } from './harness/cluster';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
+import { connectionIdOf } from './harness/v1';
 import { Frame, WsClient } from './harness/ws-client';
 
 type Register = [number, string];
@@ -52,10 +53,7 @@ describe('cluster: nodes as processes (SPEC §11)', () => {
     const query = `user=${user}&at=${Math.random()}`;
     const { client } = await WsClient.hello(child.wsUrl, { query });
     clients.push(client);
-    const auth = await upstream.nextRequest(
-      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-    );
-    return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
+    return { client, cid: await connectionIdOf(upstream, query) };
   }
 
   async function watch(user: string): Promise<WsClient> {

@@ -3,9 +3,11 @@ import { ClusterNames, EVERY_PARTITION } from '../../src/cluster/channels';
 import { ChildGateway } from './harness/child-gateway';
 import { TEST_REDIS_URL, randomPrefix } from './harness/cluster';
 import { ProcessCluster, StatusMirror, untilRedisHas, untilRedisState } from './harness/cluster-nodes';
-import { FakeUpstream, RecordedRequest } from './harness/fake-upstream';
+import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
+import { userOf } from './harness/identity';
 import { RedisServer } from './harness/redis-server';
+import { waitFor } from './harness/wait';
 import { WsClient } from './harness/ws-client';
 
 /** The users Redis lists with connections on `node`: its set of every partition (SPEC §13.3), sorted. */
@@ -14,16 +16,8 @@ async function usersOn(r: Redis, names: ClusterNames, node: string): Promise<str
   return sets.flat().sort();
 }
 
-/** The user a session_inactive request speaks for (its identity header). */
-function userOfNotice(request: RecordedRequest): string {
-  const header = String(request.headers.authorization ?? '');
-  return (
-    JSON.parse(Buffer.from(header.slice('Gateway+json '.length), 'base64').toString('utf8')) as { user_id: string }
-  ).user_id;
-}
-
 const noticesOf = (upstream: FakeUpstream): string[] =>
-  upstream.requests.filter((r) => r.path.endsWith('/gateway/session_inactive')).map(userOfNotice);
+  upstream.requests.filter((r) => r.path.endsWith('/gateway/session_inactive')).map(userOf);
 
 /**
  * SPEC §11 "Redis outage" with processes: Redis (a private redis-server) is
@@ -137,14 +131,12 @@ describe('cluster: state re-asserted after Redis came back empty (SPEC §11)', (
   it('claims the deadlines that passed while Redis was down: one session_inactive each, status inactive', async () => {
     await walt.until('frank', 'inactive', 5000);
     await walt.until('dora', 'inactive', 5000);
-    const deadline = Date.now() + 5000;
-    while (new Set(noticesOf(upstream)).size < onA.length + onB.length) {
-      if (Date.now() > deadline)
-        throw new Error(
-          `timed out waiting for a session_inactive of every user; got ${JSON.stringify(noticesOf(upstream))}`,
-        );
-      await new Promise((resolve) => setTimeout(resolve, 20));
-    }
+    await waitFor(
+      () => new Set(noticesOf(upstream)).size >= onA.length + onB.length,
+      () => `a session_inactive of every user; got ${JSON.stringify(noticesOf(upstream))}`,
+      5000,
+      20,
+    );
     expect(noticesOf(upstream).sort()).toEqual([...onA, ...onB].sort());
   });
 

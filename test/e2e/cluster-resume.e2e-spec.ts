@@ -13,13 +13,15 @@ import {
   ResumeMeta,
   dropConnection,
   helloMeta,
+  optIn,
   optInProtocols,
   positionOf,
   resumeOf,
   resumeProtocols,
 } from './harness/resume';
 import { Frame, HandshakeRefused, WsClient } from './harness/ws-client';
-import { expectPut, expectPublish } from './harness/v1';
+import { connectionIdOf, expectPut, expectPublish } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /** Anything a gateway node serves: an in-process one or a child process. */
 interface Node {
@@ -28,14 +30,6 @@ interface Node {
 }
 
 let queries = 0;
-
-/** The connection id in the authorization request made with `query`. */
-async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
-}
 
 function authRequests(upstream: FakeUpstream): number {
   return upstream.requests.filter((r) => r.path.endsWith('/gateway/authorize_connection')).length;
@@ -73,34 +67,12 @@ class Watcher extends StatusMirror {
   }
 }
 
-let barriers = 0;
-/** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
-async function expectNothingMore(client: WsClient): Promise<void> {
-  const requestId = `barrier-${++barriers}`;
-  expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-    'result',
-    { request_id: requestId },
-    { args: [], kwargs: {} },
-  ]);
-}
-
 /** SPEC §12.5 and the cluster side of §12.2/§12.3: sessions resume on any node. */
 describe('cluster: resumable sessions (SPEC §12.5)', () => {
   const clients: WsClient[] = [];
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
   });
-
-  async function optIn(
-    node: Node,
-    upstream: FakeUpstream,
-    user: string,
-  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
-    const query = `user=${user}&q=${++queries}`;
-    const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
-    clients.push(client);
-    return { client, resume: resumeOf(hello), cid: await cidOf(upstream, query) };
-  }
 
   /** Resume with `token` (a fallback's authorization would be of user `<user>-resume`). */
   async function resume(
@@ -122,7 +94,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     const query = `user=wat&q=${++queries}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     clients.push(client);
-    await expectPut(node.apiUrl, `/v1/connection/${await cidOf(upstream, query)}/users`, [user, ...others]);
+    await expectPut(node.apiUrl, `/v1/connection/${await connectionIdOf(upstream, query)}/users`, [user, ...others]);
     const watcher = new Watcher(client);
     await watcher.until(user, 'offline', 3000);
     return watcher;
@@ -142,7 +114,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('resumes on node B a session born on node A: same cid, no authorization, subscriptions, lattice data, watch list', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      const { client, resume: first, cid } = await optIn(a, 'ann');
       await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPut(x.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
         shared: { k: { a_counter: 1 } },
@@ -187,7 +159,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('a command that reaches the old holder after a takeover, before its notice, is sent on to the new holder', async () => {
       await start();
-      const { client, cid } = await optIn(a, c.upstream, 'ann');
+      const { client, cid } = await optIn(a, 'ann');
       await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       // The takeover by node B as node A sees it before the notice arrives: the record names B.
       const redis = new Redis(TEST_REDIS_URL);
@@ -207,7 +179,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
     it('closes the half-open old socket on node A with 4409 session_resumed; presence stays', async () => {
       await start();
       const watcher = await watcherOf(x, c.upstream, 'ann');
-      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      const { client, resume: first, cid } = await optIn(a, 'ann');
       await watcher.until('ann', 'active', 2000);
       await expectPut(a.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       const { client: again, hello } = await resume(b, 'ann', first.token);
@@ -222,7 +194,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('routes /v1 commands for a moved cid to its new node: 204 once in effect there; DELETE closes it with 4403', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      const { client, resume: first, cid } = await optIn(a, 'ann');
       await dropConnection(client);
       const { client: again } = await resume(b, 'ann', first.token);
       // Through the birth node, through the new node and through a third node.
@@ -250,7 +222,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('resumes A → B → A → B, each time with the latest token', async () => {
       await start();
-      let { client, resume: current, cid } = await optIn(a, c.upstream, 'ann');
+      let { client, resume: current, cid } = await optIn(a, 'ann');
       await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       const order = [b, a, b];
       // What the client received, as it offers it on resume (without it, a topic replays from its subscription).
@@ -273,8 +245,8 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('RESUME_MAX_DETACHED_PER_USER: the oldest detached session ended by one more cannot be resumed on another node either', async () => {
       await start({ RESUME_MAX_DETACHED_PER_USER: '1' });
-      const older = await optIn(a, c.upstream, 'mal');
-      const newer = await optIn(a, c.upstream, 'mal');
+      const older = await optIn(a, 'mal');
+      const newer = await optIn(a, 'mal');
       await dropConnection(older.client);
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
       await dropConnection(newer.client);
@@ -299,7 +271,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('a session resumed in a loop across nodes gets 10 resumes in 10 s in all, not per node: then HTTP 429 with Retry-After on any node', async () => {
       await start();
-      const { resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      const { resume: first, cid } = await optIn(a, 'ann');
       let token = first.token;
       for (let round = 0; round < 10; round++) {
         const resumed = await resume(round % 2 === 0 ? b : a, 'ann', token);
@@ -333,7 +305,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
 
     it('a used token and an expired token fall back to a normal connect with resumed: false; the ended record is gone', async () => {
       await start({ RESUME_WINDOW: '1s' });
-      const { client, resume: first, cid } = await optIn(a, c.upstream, 'ann');
+      const { client, resume: first, cid } = await optIn(a, 'ann');
       await dropConnection(client);
       const { client: again } = await resume(b, 'ann', first.token);
       const used = await resume(x, 'ann', first.token);
@@ -430,7 +402,7 @@ handlers:
           await startTestGateway({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId }, undefined, upstream),
         );
       const [a, b] = nodes;
-      const { client, resume: first, cid } = await optIn(a, upstream, 'ann');
+      const { client, resume: first, cid } = await optIn(a, 'ann', { upstream, clients });
       await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await redis.kill();
       await untilRedisState(a.apiUrl, 'down');
@@ -479,7 +451,7 @@ handlers:
     it('SIGKILL of the holder: the session resumes on another node at once, and watchers never see it offline', async () => {
       const nodeK: ChildGateway = await cluster.start('nodeK');
       const watcher = await watcherOf(watchNode, upstream, 'ann', ['bob']);
-      const { resume: first, cid } = await optIn(nodeK, upstream, 'ann');
+      const { resume: first, cid } = await optIn(nodeK, 'ann', { upstream, clients });
       await watcher.until('ann', 'active', 3000);
       // A legacy connection on the same node: it ends with its node (SPEC §11).
       await cluster.hello(nodeK, 'bob');
@@ -521,7 +493,7 @@ handlers:
     it('SIGTERM drain: 1012, presence unchanged, then a resume on the other node', async () => {
       const nodeD = await cluster.start('nodeD');
       const watcher = await watcherOf(watchNode, upstream, 'ann', ['bob']);
-      const ann = await optIn(nodeD, upstream, 'ann');
+      const ann = await optIn(nodeD, 'ann', { upstream, clients });
       await watcher.until('ann', 'active', 3000);
       const bob = await cluster.hello(nodeD, 'bob');
       await watcher.until('bob', 'active', 3000);
@@ -558,7 +530,7 @@ handlers:
 
     it('a topic subscribed while no node holds the session replays only what was published after that subscribe', async () => {
       const nodeD = await cluster.start('nodeD');
-      const ann = await optIn(nodeD, upstream, 'ann');
+      const ann = await optIn(nodeD, 'ann', { upstream, clients });
       nodeD.kill('SIGTERM');
       expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
       await nodeD.exit(5000);
@@ -579,7 +551,7 @@ handlers:
       'DELETE %s of a session whose node drained ends it: its token resumes nothing',
       async (_, path) => {
         const nodeD = await cluster.start('nodeD');
-        const ann = await optIn(nodeD, upstream, 'ann');
+        const ann = await optIn(nodeD, 'ann', { upstream, clients });
         nodeD.kill('SIGTERM');
         expect(await ann.client.closed(5000)).toEqual({ code: 1012, reason: 'service_restart' });
         await nodeD.exit(5000);
@@ -599,7 +571,7 @@ handlers:
       });
       const nodeK = await cluster.start('nodeK');
       const watcher = await watcherOf(watchNode, upstream, 'ann');
-      const { cid, resume: first } = await optIn(nodeK, upstream, 'ann');
+      const { cid, resume: first } = await optIn(nodeK, 'ann', { upstream, clients });
       await watcher.until('ann', 'active', 3000);
       nodeK.kill('SIGKILL');
       // Declared dead (≤ 15 s): the session is detached from then on, held by no node, for its 3 s window.

@@ -5,8 +5,9 @@ import { ProcessCluster, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { ApiResponse, api } from './harness/http';
-import { dropConnection, helloMeta, optInProtocols, resumeOf, resumeProtocols } from './harness/resume';
+import { dropConnection, helloMeta, optIn, resumeOf, resumeProtocols } from './harness/resume';
 import { TcpProxy } from './harness/tcp-proxy';
+import { waitFor } from './harness/wait';
 import { WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
 
@@ -35,14 +36,6 @@ interface Node {
   readonly apiUrl: string;
 }
 
-/** The connection id in the authorization request made with `query`. */
-async function cidOf(upstream: FakeUpstream, query: string): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
-}
-
 /** A resume attempt's outcome: the socket, whether it resumed, and the token its hello carries. */
 interface Attempt {
   readonly client: WsClient;
@@ -55,17 +48,6 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
   afterEach(async () => {
     await Promise.all(clients.splice(0).map((client) => client.close()));
   });
-
-  async function optIn(
-    node: Node,
-    upstream: FakeUpstream,
-    user: string,
-  ): Promise<{ client: WsClient; token: string; cid: string }> {
-    const query = `user=${user}&q=${++queries}`;
-    const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
-    clients.push(client);
-    return { client, token: resumeOf(hello).token, cid: await cidOf(upstream, query) };
-  }
 
   /**
    * Resume with `token`; a fallback's authorization is of user `<user>-new`.
@@ -143,7 +125,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
      */
     async function raceRound(round: number, pathOf: (cid: string, user: string) => string): Promise<string[]> {
       const user = `race${round}`;
-      const born = await optIn(a, c.upstream, user);
+      const born = await optIn(a, user, { upstream: c.upstream, clients });
       await expectPut(x.apiUrl, `/v1/connection/${born.cid}/subscriptions/room${round}`);
       const isHalfOpen = round % 2 === 0;
       if (!isHalfOpen) await dropConnection(born.client);
@@ -158,12 +140,12 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       if (lead !== 1) sendDelete();
       const [deleted, attempt] = await Promise.all([
         deleteSent.then(() => api(apiNode.apiUrl, 'DELETE', pathOf(born.cid, user))),
-        ticks(lead === 2 ? 2 : 0).then(() => resume(b, user, born.token, sendDelete)),
+        ticks(lead === 2 ? 2 : 0).then(() => resume(b, user, born.resume.token, sendDelete)),
       ]);
       if (deleted.status !== 204) return [`DELETE answered ${deleted.status} ${deleted.text}`];
       // After the 204 nothing of the session may live: the old socket, the one that resumed it, any of its tokens.
       const sockets = attempt.isResumed ? [born.client, attempt.client] : [born.client];
-      const tokens = attempt.isResumed ? [attempt.token] : [born.token];
+      const tokens = attempt.isResumed ? [attempt.token] : [born.resume.token];
       if (!attempt.isResumed) await attempt.client.close();
       return survivals([x, a, b], user, sockets, tokens, `room${round}`);
     }
@@ -193,9 +175,9 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       const sessions = 20;
       for (let s = 0; s < sessions; s++) {
         const user = `flip${s}`;
-        const born = await optIn(a, c.upstream, user);
+        const born = await optIn(a, user, { upstream: c.upstream, clients });
         await expectPut(x.apiUrl, `/v1/connection/${born.cid}/subscriptions/flips${s}`);
-        let token = born.token;
+        let token = born.resume.token;
         let deletedAt: number | null = null;
         const resumedSockets: WsClient[] = [born.client];
         const flipsBeforeDelete = 2 + (s % 5);
@@ -234,9 +216,9 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
     }, 60_000);
 
     it("a stale holder that gets the DELETE first sends the session's end to the node that took it over", async () => {
-      const born = await optIn(a, c.upstream, 'stale');
+      const born = await optIn(a, 'stale', { upstream: c.upstream, clients });
       await expectPut(x.apiUrl, `/v1/connection/${born.cid}/subscriptions/stale-room`);
-      const resumed = await resume(b, 'stale', born.token);
+      const resumed = await resume(b, 'stale', born.resume.token);
       expect(resumed.isResumed).toBe(true);
       const res = await api(a.apiUrl, 'DELETE', `/v1/connection/${born.cid}`);
       expect([res.status, res.text]).toEqual([204, '']);
@@ -268,7 +250,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
 
     it('503 while the holder cannot confirm within 5 s (no resume meanwhile); it ends its copy when it runs again; then 204', async () => {
       const holder = await cluster.start('nodeP');
-      const held = await optIn(holder, upstream, 'paused');
+      const held = await optIn(holder, 'paused', { upstream, clients });
       holder.kill('SIGSTOP');
       try {
         const res = await api(apiNode.apiUrl, 'DELETE', `/v1/connection/${held.cid}`);
@@ -277,7 +259,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
           { error: 'cluster_unavailable', message: expect.any(String) },
         ]);
         // Not confirmed, but recorded: no node takes the session over meanwhile.
-        expect(await survivals([apiNode], 'paused', [], [held.token])).toEqual([]);
+        expect(await survivals([apiNode], 'paused', [], [held.resume.token])).toEqual([]);
       } finally {
         holder.kill('SIGCONT');
       }
@@ -285,7 +267,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       expect(await held.client.closed(5000)).toEqual({ code: 4403, reason: 'disconnected' });
       const again = await api(apiNode.apiUrl, 'DELETE', `/v1/connection/${held.cid}`);
       expect([again.status, again.text]).toEqual([204, '']);
-      expect(await survivals([apiNode, holder], 'paused', [], [held.token])).toEqual([]);
+      expect(await survivals([apiNode, holder], 'paused', [], [held.resume.token])).toEqual([]);
     }, 40_000);
   });
 
@@ -333,42 +315,49 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
     }
 
     it('a session held by a healthy node: 503 through the cut-off node, then 204 through another; no resume after', async () => {
-      const held = await optIn(b, upstream, 'onb');
+      const held = await optIn(b, 'onb', { upstream, clients });
       await cut();
       expectUnavailable(await api(a.apiUrl, 'DELETE', `/v1/connection/${held.cid}`));
       expectUnavailable(await api(a.apiUrl, 'DELETE', '/v1/user/onb/connections'));
       const res = await api(b.apiUrl, 'DELETE', `/v1/connection/${held.cid}`);
       expect([res.status, res.text]).toEqual([204, '']);
       expect(await held.client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
-      expect(await survivals([b], 'onb', [], [held.token])).toEqual([]);
+      expect(await survivals([b], 'onb', [], [held.resume.token])).toEqual([]);
     }, 30_000);
 
     it('a session held by the cut-off node: never 204 while it may live; once 204, it never comes back, not even when the node returns', async () => {
       // One DELETE reaches the cut-off holder itself, the other session's only through the healthy node.
-      const first = await optIn(a, upstream, 'ona');
-      const second = await optIn(a, upstream, 'ona2');
+      const first = await optIn(a, 'ona', { upstream, clients });
+      const second = await optIn(a, 'ona2', { upstream, clients });
       await expectPut(b.apiUrl, `/v1/connection/${second.cid}/subscriptions/kept`);
       await cut();
       expectUnavailable(await api(a.apiUrl, 'DELETE', `/v1/connection/${first.cid}`));
       // Through B: 503 while the holder may still serve the session (its liveness key lives), then 204.
       for (const session of [first, second]) {
-        const deadline = Date.now() + 20_000;
-        for (;;) {
-          const res = await api(b.apiUrl, 'DELETE', `/v1/connection/${session.cid}`);
-          if (res.status === 204) break;
-          expectUnavailable(res);
-          if (Date.now() > deadline)
-            throw new Error('timed out after 20000 ms waiting for a 204 through the healthy node');
-          await new Promise((resolve) => setTimeout(resolve, 200)); // pacing retries, as a backend does
-        }
+        await waitFor(
+          async () => {
+            const res = await api(b.apiUrl, 'DELETE', `/v1/connection/${session.cid}`);
+            if (res.status !== 204) expectUnavailable(res);
+            return res.status === 204;
+          },
+          'a 204 through the healthy node',
+          20_000,
+          200, // pacing retries, as a backend does
+        );
       }
-      expect(await survivals([b], 'ona', [], [first.token])).toEqual([]);
-      expect(await survivals([b], 'ona2', [], [second.token])).toEqual([]);
+      expect(await survivals([b], 'ona', [], [first.resume.token])).toEqual([]);
+      expect(await survivals([b], 'ona2', [], [second.resume.token])).toEqual([]);
       // The holder comes back: what it still held of the ended sessions ends there too (4403), never as orphans.
       isCut = false;
       await untilRedisState(a.apiUrl, 'up', 15_000);
       expect(
-        await survivals([b, a], 'ona', [first.client, second.client], [first.token, second.token], 'kept'),
+        await survivals(
+          [b, a],
+          'ona',
+          [first.client, second.client],
+          [first.resume.token, second.resume.token],
+          'kept',
+        ),
       ).toEqual([]);
       const redis = new Redis(TEST_REDIS_URL);
       try {

@@ -4,18 +4,10 @@ import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
 import { RedisServer } from './harness/redis-server';
-import {
-  Position,
-  ResumeMeta,
-  dropConnection,
-  helloMeta,
-  optInProtocols,
-  positionOf,
-  resumeOf,
-  resumeProtocols,
-} from './harness/resume';
+import { Position, dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /**
  * SPEC §13.1: Redis comes back with less than it acknowledged (a restart from
@@ -30,7 +22,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
   let cluster: TestCluster;
   let a: TestGateway;
   let b: TestGateway;
-  let barriers = 0;
 
   beforeEach(async () => {
     redis = await RedisServer.start();
@@ -42,15 +33,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await cluster?.close();
     await redis?.kill();
   });
-
-  async function optIn(
-    node: TestGateway,
-    user: string,
-  ): Promise<{ client: WsClient; resume: ResumeMeta; cid: string }> {
-    const query = `user=${user}&o=${Math.random()}`;
-    const { client, hello } = await node.hello({ query, protocols: optInProtocols() });
-    return { client, resume: resumeOf(hello), cid: await node.connectionIdOf(query) };
-  }
 
   async function publish(node: TestGateway, n: number): Promise<void> {
     const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
@@ -72,15 +54,6 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await redis.restart();
     await untilRedisState(a.apiUrl, 'up');
     await untilRedisState(b.apiUrl, 'up');
-  }
-
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   async function frames(client: WsClient, count: number): Promise<Frame[]> {

@@ -4,7 +4,8 @@ import { ProcessCluster, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
 import { RedisSentinel } from './harness/redis-sentinel';
-import { dropConnection, helloMeta, optInProtocols, positionOf, resumeOf, resumeProtocols } from './harness/resume';
+import { dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
+import { waitFor } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
 
 /** SPEC §13.2: after a promotion, the cluster works again within this. */
@@ -38,17 +39,6 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     return nodes;
   }
 
-  /** A resumable client of `user` on `node`, with its connection id. */
-  async function optIn(node: ChildGateway, user: string): Promise<{ client: WsClient; token: string; cid: string }> {
-    const query = `user=${user}&o=${Math.random()}`;
-    const { client, hello } = await WsClient.hello(node.wsUrl, { query, protocols: optInProtocols() });
-    cluster.clients.push(client);
-    const auth = await upstream.nextRequest(
-      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-    );
-    return { client, token: resumeOf(hello).token, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
-  }
-
   async function frames(client: WsClient, count: number): Promise<Frame[]> {
     const out: Frame[] = [];
     for (let i = 0; i < count; i++) out.push(await client.next(RECOVERY_MS));
@@ -57,24 +47,26 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
 
   /** Publish `n` through `node` until it is acknowledged (Redis may still be failing over), within 10 s. */
   async function publishAcknowledged(node: ChildGateway, n: number): Promise<void> {
-    const deadline = Date.now() + RECOVERY_MS;
-    for (;;) {
-      const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
-      if (res.status === 204) return;
-      if (Date.now() > deadline)
-        throw new Error(
-          `publish ${n} through ${node.apiUrl} not acknowledged within ${RECOVERY_MS} ms after the promotion: last ${res.status} ${res.text}`,
-        );
-      expect([res.status, JSON.parse(res.text).error]).toEqual([503, 'cluster_unavailable']);
-      await new Promise((resolve) => setTimeout(resolve, 100)); // pacing retries, as a backend does
-    }
+    let last = '';
+    await waitFor(
+      async () => {
+        const res = await api(node.apiUrl, 'POST', '/v1/publish/room', JSON.stringify({ n }));
+        last = `${res.status} ${res.text}`;
+        if (res.status === 204) return true;
+        expect([res.status, JSON.parse(res.text).error]).toEqual([503, 'cluster_unavailable']);
+        return false;
+      },
+      () => `publish ${n} through ${node.apiUrl} to be acknowledged after the promotion (last ${last})`,
+      RECOVERY_MS,
+      100, // pacing retries, as a backend does
+    );
   }
 
   it('every publish acknowledged reaches the live subscribers once and in order; a resume across the failover reports the topic lost', async () => {
     const [a, b] = await start();
     const legacyA = await cluster.hello(a, 'lee');
     const legacyB = await cluster.hello(b, 'lou');
-    const ann = await optIn(a, 'ann');
+    const ann = await optIn(a, 'ann', cluster);
     for (const [cid, via] of [
       [legacyA.cid, b],
       [legacyB.cid, a],
@@ -100,7 +92,7 @@ describe('cluster on Sentinel: a failover to a replica that missed acknowledged 
     }
     const back = await WsClient.hello(a.wsUrl, {
       query: 'user=ann-back',
-      protocols: resumeProtocols(ann.token, { room: seenByAnn[4] }),
+      protocols: resumeProtocols(ann.resume.token, { room: seenByAnn[4] }),
     });
     cluster.clients.push(back.client);
     expect(helloMeta(back.hello)).toMatchObject({ resumed: true, lost: ['room'] });

@@ -3,19 +3,15 @@ import { randomPrefix } from './harness/cluster';
 import { ProcessCluster, StatusMirror, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { api } from './harness/http';
-import { parseMetrics } from './harness/metrics';
+import { scrapeMetrics, untilMetric } from './harness/metrics';
 import { deliveryFaults, loadReceived, Published, PUBLISH_GAP_MS, publishUntilStopped } from './harness/publish-load';
-import { freePort } from './harness/redis-server';
+import { freePort } from './harness/ports';
 import { RedisSentinel } from './harness/redis-sentinel';
 import { waitFor } from './harness/wait';
 import { WsClient } from './harness/ws-client';
 
 /** SPEC §13.2: after a promotion, the cluster works again within this. */
 const RECOVERY_MS = 10_000;
-
-async function metricsOf(node: ChildGateway): Promise<ReturnType<typeof parseMetrics>> {
-  return parseMetrics(await (await fetch(node.apiUrl + '/metrics')).text());
-}
 
 /** What is left of `deadline` (epoch ms) for a bounded wait; a wait with nothing left fails at once, naming its goal. */
 function leftUntil(deadline: number): number {
@@ -139,7 +135,7 @@ describe('cluster on a Sentinel-managed Redis: the primary is SIGKILLed (SPEC §
     await wanda.until('gina', 'active', leftUntil(deadline));
     expect([walt.latest.get('frank')?.[1], wanda.latest.get('tom')?.[1]]).toEqual(['active', 'active']);
     for (const node of [a, b]) {
-      const metrics = await metricsOf(node);
+      const metrics = await scrapeMetrics(node.apiUrl);
       expect([
         node.apiUrl,
         metrics.value('gateway_redis_up'),
@@ -182,7 +178,7 @@ describe('cluster on a Sentinel-managed Redis: the primary is SIGKILLed (SPEC §
     const carl = await cluster.hello(a, 'carl');
     expect((await api(b.apiUrl, 'PUT', `/v1/connection/${carl.cid}/subscriptions/silent`)).status).toBe(204);
     const failoversBefore = await Promise.all(
-      [a, b].map(async (node) => (await metricsOf(node)).value('gateway_redis_failovers_total')),
+      [a, b].map(async (node) => (await scrapeMetrics(node.apiUrl)).value('gateway_redis_failovers_total')),
     );
     // SIGSTOP: every connection to it stays open and nothing is answered (centrifugo#1189's setting).
     const former = sentinel.pausePrimary();
@@ -192,17 +188,23 @@ describe('cluster on a Sentinel-managed Redis: the primary is SIGKILLed (SPEC §
       await untilDelivered(b, carl.client, 'silent', deadline);
       await untilDelivered(a, carl.client, 'silent', deadline);
       for (const [i, node] of [a, b].entries()) {
-        await untilMetric(node, 'gateway_redis_failovers_total', (value) => value > failoversBefore[i], deadline);
-        expect((await metricsOf(node)).value('gateway_redis_up')).toBe(1);
+        await untilMetric(
+          node.apiUrl,
+          'gateway_redis_failovers_total',
+          (value) => value > failoversBefore[i],
+          leftUntil(deadline),
+        );
+        expect((await scrapeMetrics(node.apiUrl)).value('gateway_redis_up')).toBe(1);
       }
     } finally {
       sentinel.resumePaused();
     }
     // Back, the old primary is demoted by the sentinels; no node has a connection on it.
-    await waitForAsync(
+    await waitFor(
       async () => (await sentinel.roleOn(former)) === 'slave',
       `the node on ${former} to be demoted to a replica`,
       20_000,
+      20,
     );
     const names = await sentinel.clientNamesOn(former);
     expect(names?.filter((name) => name.startsWith('gateway:'))).toEqual([]);
@@ -284,53 +286,29 @@ async function untilDelivered(
 ): Promise<void> {
   const n = Math.random();
   let last = 'no answer';
-  while (Date.now() < deadline) {
-    const status = await fetch(`${node.apiUrl}/v1/publish/${topic}`, {
-      method: 'POST',
-      headers: { 'Content-Type': 'application/json' },
-      body: JSON.stringify({ n }),
-      signal: AbortSignal.timeout(Math.min(1000, leftUntil(deadline))),
-    }).then(
-      (r) => r.status,
-      (err: Error) => err.name,
-    );
-    last = String(status);
-    if (status === 204) {
-      await waitFor(
-        () =>
-          subscriber.frames.some((f) => f[0] === 'message' && f[1].topic === topic && (f[2] as { n?: number }).n === n)
-            ? true
-            : undefined,
-        `the publish through ${node.apiUrl} at the subscriber`,
-        leftUntil(deadline),
+  await waitFor(
+    async () => {
+      const status = await fetch(`${node.apiUrl}/v1/publish/${topic}`, {
+        method: 'POST',
+        headers: { 'Content-Type': 'application/json' },
+        body: JSON.stringify({ n }),
+        signal: AbortSignal.timeout(Math.min(1000, leftUntil(deadline))),
+      }).then(
+        (r) => r.status,
+        (err: Error) => err.name,
       );
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, PUBLISH_GAP_MS));
-  }
-  throw new Error(`no publish through ${node.apiUrl} was acknowledged before the deadline (last: ${last})`);
-}
-
-async function untilMetric(
-  node: ChildGateway,
-  name: string,
-  isDone: (value: number) => boolean,
-  deadline: number,
-): Promise<void> {
-  await waitForAsync(
-    async () => isDone((await metricsOf(node)).value(name)),
-    `${name} on ${node.apiUrl}`,
+      last = String(status);
+      return status === 204;
+    },
+    () => `a publish through ${node.apiUrl} acknowledged before the deadline (last: ${last})`,
+    leftUntil(deadline),
+    PUBLISH_GAP_MS,
+  );
+  await waitFor(
+    () => subscriber.frames.some((f) => f[0] === 'message' && f[1].topic === topic && (f[2] as { n?: number }).n === n),
+    `the publish through ${node.apiUrl} at the subscriber`,
     leftUntil(deadline),
   );
-}
-
-/** Poll an async condition until true, within `ms`, naming `what` on timeout. */
-async function waitForAsync(check: () => Promise<boolean>, what: string, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while (!(await check())) {
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
 }
 
 /** Two rounds over every sentinel have failed (ioredis reports each round): the node retries, it does not hang. */
@@ -352,6 +330,6 @@ async function expectRunningWithRedisDown(node: ChildGateway): Promise<void> {
     200,
     expect.objectContaining({ info: expect.objectContaining({ cluster: expect.objectContaining({ redis: 'down' }) }) }),
   ]);
-  expect((await metricsOf(node)).value('gateway_redis_up')).toBe(0);
+  expect((await scrapeMetrics(node.apiUrl)).value('gateway_redis_up')).toBe(0);
   expect((await fetch(node.publicUrl + '/health/live')).status).toBe(200);
 }

@@ -1,7 +1,7 @@
-import * as net from 'node:net';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
+import { freePort } from './harness/ports';
 import { waitFor } from './harness/wait';
 
 const API_TOKEN = 'SECRET_API_TOKEN_VALUE';
@@ -18,15 +18,6 @@ function logged(t: TestGateway, msg: string, fields: Entry = {}): Promise<Entry>
   const matches = (entry: Entry): boolean =>
     entry.msg === msg && Object.entries(fields).every(([key, value]) => entry[key] === value);
   return waitFor(() => entries(t).find(matches), `a "${msg}" log line with ${JSON.stringify(fields)}`);
-}
-
-/** A port nothing listens on (bound on port 0, then released). */
-async function closedPort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as net.AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /** Issue 20 §3: enough in the logs and metrics to debug an incident, and never a secret. */
@@ -123,7 +114,7 @@ describe('debug logs, request ids and metrics (issue 20)', () => {
       ],
       [
         'a refused connection',
-        async () => ({ UPSTREAM_URL: `http://127.0.0.1:${await closedPort()}` }),
+        async () => ({ UPSTREAM_URL: `http://127.0.0.1:${await freePort()}` }),
         () => undefined,
         'refused',
       ],

@@ -5,6 +5,7 @@ import { ChildGateway } from './harness/child-gateway';
 import { ONLINE, UI_MS, joinChat, member } from './harness/chat-page';
 import { describeInChromium, launchChromium, type Browser } from './harness/chromium';
 import { TEST_REDIS_URL, randomPrefix } from './harness/cluster';
+import { identityHeader } from './harness/identity';
 import { TcpProxy } from './harness/tcp-proxy';
 import { waitFor } from './harness/wait';
 
@@ -130,7 +131,7 @@ describeInChromium('demo chat page across a rolling restart of two nodes', () =>
   /** A third user sending a numbered message through the backend every SEND_EVERY_MS; stop() resolves those the backend accepted. */
   function startSender(): Sender {
     const sent: string[] = [];
-    const identity = 'Gateway+json ' + Buffer.from(JSON.stringify({ user_id: 'carol' })).toString('base64');
+    const identity = identityHeader(JSON.stringify({ user_id: 'carol' }));
     let count = 0;
     let chain = Promise.resolve();
     const sendOne = async (): Promise<void> => {

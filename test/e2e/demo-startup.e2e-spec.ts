@@ -2,20 +2,10 @@ import { ChildProcess, spawn } from 'node:child_process';
 import * as net from 'node:net';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from './harness/child-gateway';
+import { freePort } from './harness/ports';
 import { within } from './harness/wait';
 
 const DEMO_JS = path.join(PROJECT_ROOT, 'examples', 'demo.js');
-
-/** A port nothing listens on now (the demo's backend takes it). */
-function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer().once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** Resolves once something accepts TCP connections on `port` (a browser opened right away, a health probe). */
 async function untilListening(port: number, demo: ChildProcess, ms: number): Promise<void> {

@@ -2,7 +2,8 @@ import { ChildGateway } from './harness/child-gateway';
 import { randomPrefix } from './harness/cluster';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { scrapeMetrics } from './harness/metrics';
-import { RedisServer, freePort } from './harness/redis-server';
+import { freePort } from './harness/ports';
+import { RedisServer } from './harness/redis-server';
 import { waitFor } from './harness/wait';
 import { HandshakeRefused, WsClient } from './harness/ws-client';
 

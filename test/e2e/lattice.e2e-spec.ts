@@ -2,6 +2,7 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { deferred } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
+import { expectNothingMore } from './harness/barrier';
 
 /** SPEC §3 (before hello), §6: lattices end to end through the backend API. */
 describe('lattices', () => {
@@ -10,7 +11,6 @@ describe('lattices', () => {
   afterEach(() => t.close());
 
   const AUTHORIZE = '/gateway/authorize_connection';
-  let barriers = 0;
 
   /** The cid of the connection whose authorization carried `query` (SPEC §3: the backend learns it there). */
   /** A client past hello, with its cid. `query` defaults to `user=<user>`. */
@@ -28,20 +28,6 @@ describe('lattices', () => {
 
   function lattice(data: unknown, namespace = 'my.ns'): Frame {
     return ['lattice', { namespace }, data] as Frame;
-  }
-
-  /**
-   * "Nothing arrives" (STYLE B10): the gateway wrote every frame due to an
-   * earlier backend call before answering it, so the reply to a call made now
-   * must be the very next frame.
-   */
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   describe('counters (the swindon scenario)', () => {

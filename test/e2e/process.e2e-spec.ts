@@ -5,6 +5,7 @@ import { networkInterfaces } from 'node:os';
 import * as path from 'node:path';
 import { ChildExit, ChildGateway, PROJECT_ROOT, buildGateway } from './harness/child-gateway';
 import { FakeUpstream } from './harness/fake-upstream';
+import { freePort } from './harness/ports';
 import { within } from './harness/wait';
 import { WsClient } from './harness/ws-client';
 
@@ -74,15 +75,6 @@ class RawChild {
     this.child.kill('SIGKILL');
     await this.exit();
   }
-}
-
-/** A port nothing listens on right now (bound on port 0, then released). */
-async function freePort(): Promise<number> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const port = (server.address() as net.AddressInfo).port;
-  await new Promise((resolve) => server.close(resolve));
-  return port;
 }
 
 /**

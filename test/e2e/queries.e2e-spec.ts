@@ -6,7 +6,7 @@ import { api } from './harness/http';
 import { optInProtocols } from './harness/resume';
 import { connectionIdOf, expectPut } from './harness/v1';
 import { WsClient } from './harness/ws-client';
-import { deferred } from './harness/wait';
+import { deferred, waitFor } from './harness/wait';
 
 /** Resumable sessions on (so sessions can be detached and topics have a history). */
 const ENV = { RESUME_WINDOW: '30s' };
@@ -86,12 +86,13 @@ describe.each(TOPOLOGIES)('GET queries, SPEC §15.2 (%s)', (topology, startGatew
       const cid = await t.connectionIdOf('user=q-detach');
       await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/q/detached`);
       client.socket.terminate();
-      const deadline = Date.now() + 3000;
       let state = '';
-      while (state !== 'detached' && Date.now() < deadline) {
-        state = (await query(t.apiUrl, `/v1/connection/${cid}`)).state as string;
-        if (state !== 'detached') await new Promise((resolve) => setTimeout(resolve, 20));
-      }
+      await waitFor(
+        async () => (state = (await query(t.apiUrl, `/v1/connection/${cid}`)).state as string) === 'detached',
+        () => `connection ${cid} to read state detached (last ${state})`,
+        3000,
+        20,
+      );
       expect(state).toBe('detached');
       expect(await query(t.apiUrl, '/v1/topic/q/detached')).toMatchObject({ subscribers: 1, users: 1 });
     });

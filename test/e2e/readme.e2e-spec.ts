@@ -4,7 +4,7 @@ import * as path from 'node:path';
 import { promisify } from 'node:util';
 import { PROJECT_ROOT } from './harness/child-gateway';
 import { startTestGateway } from './harness/gateway';
-import { freePort } from './harness/redis-server';
+import { freePort } from './harness/ports';
 import { waitFor, within } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
 

@@ -7,6 +7,7 @@ import {
   ResumeMeta,
   dropConnection,
   helloMeta,
+  optIn,
   optInProtocols,
   positionOf,
   resumeOf,
@@ -15,23 +16,15 @@ import {
 } from './harness/resume';
 import { Frame, HandshakeRefused, PROTOCOL, WsClient } from './harness/ws-client';
 import { expectPut, expectPublish } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 /** SPEC §12 on one node: resumable sessions, topic history and positions, presence that does not flap. */
 describe('resumable sessions (SPEC §12, one node)', () => {
   let t: TestGateway;
   afterEach(() => t.close());
 
-  let barriers = 0;
-
   async function start(env: Record<string, string> = {}): Promise<void> {
     t = await startTestGateway(env);
-  }
-
-  /** Connect as `user`, opted in; the hello's resume object and the connection id. */
-  async function optIn(user: string): Promise<{ client: WsClient; resume: ResumeMeta; cid: string; hello: Frame }> {
-    const { client, hello } = await t.hello({ query: `user=${user}`, protocols: optInProtocols() });
-    const cid = await t.connectionIdOf(`user=${user}`);
-    return { client, resume: resumeOf(hello), cid, hello };
   }
 
   /** Resume with `token` (query `user=<user>-resume`, so a fallback's authorization can be told apart). */
@@ -51,16 +44,6 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     await untilMetric(t.apiUrl, 'gateway_sessions_detached', (v) => v === count);
   }
 
-  /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
-  }
-
   describe('opting in (12.1)', () => {
     it('a legacy client gets hello meta {} and message meta {"topic"} byte for byte', async () => {
       await start();
@@ -76,7 +59,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('an opted-in client gets a resume token and the window, and the lattice protocol is echoed alone', async () => {
       await start({ RESUME_WINDOW: '45s' });
-      const { client, resume, hello } = await optIn('ann');
+      const { client, resume, hello } = await optIn(t, 'ann');
       expect(client.protocol).toBe(PROTOCOL);
       expect(helloMeta(hello)).toEqual({ resume: { token: resume.token, window: 45 } });
       expect(resume.token).toMatch(/^[A-Za-z0-9_-]{22,}$/);
@@ -95,7 +78,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('message frames of a resumable connection carry offset and epoch, 1, 2, 3 per topic', async () => {
       await start();
-      const { client, cid } = await optIn('ann');
+      const { client, cid } = await optIn(t, 'ann');
       const legacy = await t.helloAs('bob');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPut(t.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
@@ -113,7 +96,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
   describe('resuming (12.2, 12.3)', () => {
     it('resumes a dropped session: same connection id, no authorization, missed messages, snapshots, then live', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPut(t.apiUrl, `/v1/connection/${cid}/lattices/ns`, {
         shared: { k: { a_counter: 1 } },
@@ -156,10 +139,10 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a topic without a position replays everything published after the session subscribed to it', async () => {
       await start();
-      const bob = await optIn('bob');
+      const bob = await optIn(t, 'bob');
       await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/subscriptions/t1`);
       await expectPublish(t.apiUrl, 't1', 'before'); // offset 1, before ann's subscription
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
@@ -172,12 +155,12 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a low offered position on a topic the session subscribed to late replays only what came after its subscription', async () => {
       await start();
-      const bob = await optIn('bob');
+      const bob = await optIn(t, 'bob');
       await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/subscriptions/t1`);
       await expectPublish(t.apiUrl, 't1', 'before-1');
       await expectPublish(t.apiUrl, 't1', 'before-2');
       const epoch = positionOf(await bob.client.next(), 't1')[1];
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`); // at offset 2
       await dropConnection(client);
       await untilDetached(1);
@@ -196,9 +179,9 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a re-subscription after the backend unsubscribed the session: a low offer replays only what came after the latest subscription', async () => {
       await start();
-      const bob = await optIn('bob'); // keeps t1's history going while ann is unsubscribed
+      const bob = await optIn(t, 'bob'); // keeps t1's history going while ann is unsubscribed
       await expectPut(t.apiUrl, `/v1/connection/${bob.cid}/subscriptions/t1`);
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPublish(t.apiUrl, 't1', 'seen'); // offset 1
       const seen = positionOf(await client.next(), 't1');
@@ -217,7 +200,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('an offer with "count_replayed": true gets "replayed": N, the number of missed messages that follow before live traffic', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
       await expectPublish(t.apiUrl, 't1', 'seen');
@@ -254,7 +237,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a failed resume never says "replayed", and a resume with nothing missed says 0', async () => {
       await start();
-      const { client, resume: first } = await optIn('ann');
+      const { client, resume: first } = await optIn(t, 'ann');
       await dropConnection(client);
       await untilDetached(1);
       const counted = (token: string): string[] => [
@@ -269,7 +252,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('/v1 commands apply to a detached session and take effect on resume', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await dropConnection(client);
       await untilDetached(1);
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/news`);
@@ -293,7 +276,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('tokens are single use: the old token falls back to a normal connect with resumed: false', async () => {
       await start();
-      const { client, resume: first } = await optIn('ann');
+      const { client, resume: first } = await optIn(t, 'ann');
       await dropConnection(client);
       await untilDetached(1);
       const { client: again } = await resume('ann', first.token);
@@ -307,7 +290,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('resuming a still-attached (half-open) session closes the old socket with 4409 session_resumed', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       const { client: again, hello } = await resume('ann', first.token);
       expect(helloMeta(hello)).toMatchObject({ resumed: true, lost: [] });
@@ -320,7 +303,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('resumes many times in a row, each time with the latest token, the first right after hello', async () => {
       await start();
-      let { client, resume: current, cid } = await optIn('ann');
+      let { client, resume: current, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       let position: Position | null = null;
       for (let round = 1; round <= 4; round++) {
@@ -343,7 +326,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
         const watcher = await t.helloAs('wat');
         await expectPut(t.apiUrl, `/v1/connection/${watcher.cid}/users`, ['ann']);
         await watcher.client.next();
-        const { client, resume: first } = await optIn('ann');
+        const { client, resume: first } = await optIn(t, 'ann');
         expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
         client.socket.close(code);
         await client.closed();
@@ -357,7 +340,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a client close frame with another code detaches the session', async () => {
       await start();
-      const { client, resume: first } = await optIn('ann');
+      const { client, resume: first } = await optIn(t, 'ann');
       client.socket.close(4000);
       await client.closed();
       await untilDetached(1);
@@ -379,7 +362,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a slow-consumer close detaches the session; the resume reports what the history lost', async () => {
       await start({ CLIENT_QUEUE_MAX_BYTES: '64KiB', TOPIC_HISTORY_SIZE: '5' });
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/flood`);
       (client.socket as unknown as { _socket: Socket })._socket.pause();
       const pad = 'x'.repeat(100 * 1024);
@@ -396,7 +379,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a drain closes resumable sessions with 1012 service_restart and legacy ones with 1001', async () => {
       await start();
-      const { client } = await optIn('ann');
+      const { client } = await optIn(t, 'ann');
       const legacy = await t.helloAs('bob');
       const closing = t.gateway.close();
       expect(await client.closed()).toEqual({ code: 1012, reason: 'service_restart' });
@@ -408,7 +391,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('DELETE /v1/connection of a detached session ends it: it cannot be resumed', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await dropConnection(client);
       await untilDetached(1);
       expect((await api(t.apiUrl, 'DELETE', `/v1/connection/${cid}`)).status).toBe(204);
@@ -420,7 +403,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('DELETE /v1/user/…/connections closes a live resumable session with 4403: not detached, not resumable', async () => {
       await start();
-      const { client, resume: first } = await optIn('ann');
+      const { client, resume: first } = await optIn(t, 'ann');
       expect((await api(t.apiUrl, 'DELETE', '/v1/user/ann/connections')).status).toBe(204);
       expect(await client.closed()).toEqual({ code: 4403, reason: 'disconnected' });
       await untilDetached(0);
@@ -433,7 +416,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('a detached session counts as a connection until its window ends: inactive at the deadline, offline after the window', async () => {
       await start({ NEW_CONNECTION_IDLE_TIMEOUT: '200ms', RESUME_WINDOW: '1200ms' });
       const watcher = await t.helloAs('wat');
-      const { client } = await optIn('ann');
+      const { client } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${watcher.cid}/users`, ['ann']);
       expect((await watcher.client.next())[2]).toEqual({ ann: { status_register: [expect.any(Number), 'active'] } });
       const droppedAt = Date.now();
@@ -450,7 +433,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
     it('the inactivity notice fires as usual while detached, and the session is inactive, not offline', async () => {
       await start({ NEW_CONNECTION_IDLE_TIMEOUT: '300ms' });
       const watcher = await t.helloAs('wat');
-      const { client } = await optIn('ann');
+      const { client } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${watcher.cid}/users`, ['ann']);
       await watcher.client.next();
       await dropConnection(client);
@@ -462,7 +445,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
   describe('history limits and lost topics (12.3, 12.4)', () => {
     it('a topic whose missed messages the history no longer holds is lost and replays nothing', async () => {
       await start({ TOPIC_HISTORY_SIZE: '3' });
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
       await expectPublish(t.apiUrl, 't1', 0);
@@ -484,7 +467,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('TOPIC_HISTORY_MAX_BYTES: missed payloads up to the bound replay; one byte over it and the topic is lost', async () => {
       await start({ TOPIC_HISTORY_MAX_BYTES: '1000' });
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
@@ -509,7 +492,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('HISTORY_MEMORY_MAX_BYTES: over it the oldest messages of the largest history go; a resume that missed them reports that topic lost', async () => {
       await start({ HISTORY_MEMORY_MAX_BYTES: '2KiB' });
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/big`);
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/small`);
       await dropConnection(client);
@@ -526,7 +509,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a position of another epoch is lost', async () => {
       await start();
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
@@ -538,7 +521,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('TOPIC_HISTORY_SIZE=0 replays nothing; topics with missed messages are lost, the others not', async () => {
       await start({ TOPIC_HISTORY_SIZE: '0' });
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/quiet`);
       await dropConnection(client);
@@ -553,7 +536,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('the history of a topic is dropped TOPIC_HISTORY_TTL after its last publish', async () => {
       await start({ RESUME_WINDOW: '100ms', TOPIC_HISTORY_TTL: '200ms' });
-      const { cid } = await optIn('ann');
+      const { cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await expectPublish(t.apiUrl, 't1', 1);
       await untilMetric(t.apiUrl, 'gateway_topic_history_messages', (v) => v === 1);
@@ -578,7 +561,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       '%s: a new connection with resumed: false, counted as invalid; a valid token stays valid',
       async (_, offer) => {
         await start();
-        const { client, resume: first } = await optIn('ann');
+        const { client, resume: first } = await optIn(t, 'ann');
         await dropConnection(client);
         await untilDetached(1);
         const auths = authRequests();
@@ -594,7 +577,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('an expired token falls back and is counted as expired; nothing of the old session leaks', async () => {
       await start({ RESUME_WINDOW: '200ms' });
-      const { client, resume: first, cid } = await optIn('ann');
+      const { client, resume: first, cid } = await optIn(t, 'ann');
       await expectPut(t.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       await dropConnection(client);
       await untilDetached(1);
@@ -608,7 +591,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('counts a successful resume, and never logs a token', async () => {
       await start();
-      const { client, resume: first } = await optIn('ann');
+      const { client, resume: first } = await optIn(t, 'ann');
       await dropConnection(client);
       await untilDetached(1);
       const { hello } = await resume('ann', first.token);
@@ -623,7 +606,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
   describe('limits (12.2)', () => {
     it('detached sessions count toward MAX_CONNECTIONS', async () => {
       await start({ MAX_CONNECTIONS: '1' });
-      const { client } = await optIn('ann');
+      const { client } = await optIn(t, 'ann');
       await dropConnection(client);
       await untilDetached(1);
       await expect(t.connect({ query: 'user=bob' })).rejects.toMatchObject({ status: 503 });
@@ -631,8 +614,8 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('a session resumed in a loop: the 11th resume within 10 s gets HTTP 429 with Retry-After, before any upgrade or authorization', async () => {
       await start();
-      const { client: firstClient, resume: first } = await optIn('ann');
-      const other = await optIn('bob');
+      const { client: firstClient, resume: first } = await optIn(t, 'ann');
+      const other = await optIn(t, 'bob');
       let [client, token] = [firstClient, first.token];
       for (let round = 1; round <= 10; round++) {
         const resumed = await resume('ann', token);
@@ -656,7 +639,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
 
     it('forged tokens naming a session do not use up its resumes: only resumes that succeeded count', async () => {
       await start();
-      const { resume: first, cid } = await optIn('ann');
+      const { resume: first, cid } = await optIn(t, 'ann');
       // A token of the right form for ann's session (random part wrong): a normal connect, 12 times over.
       const forged = 'A'.repeat(32) + cid;
       for (let round = 1; round <= 12; round++) {
@@ -671,7 +654,7 @@ describe('resumable sessions (SPEC §12, one node)', () => {
       await start({ MAX_CONNECTIONS: '4', RESUME_MAX_DETACHED_PER_USER: '2' });
       const tokens: string[] = [];
       for (let round = 1; round <= 8; round++) {
-        const { client, resume } = await optIn('mal');
+        const { client, resume } = await optIn(t, 'mal');
         tokens.push(resume.token);
         await dropConnection(client);
         // No socket left: the drop was handled (and the oldest ended in the same step).

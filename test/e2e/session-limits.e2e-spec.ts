@@ -1,15 +1,11 @@
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { RecordedRequest, Reply } from './harness/fake-upstream';
+import { identityHeader } from './harness/identity';
 import { untilMetric } from './harness/metrics';
 import { Frame, WsClient } from './harness/ws-client';
 
 const INACTIVE_PATH = '/gateway/session_inactive';
 const TIMED_OUT_NOTICES = 'gateway_upstream_requests_total{destination="default",kind="inactive",outcome="timeout"}';
-
-/** The identity header of SPEC §3: standard padded base64 of the compact JSON of the whole auth response. */
-function identityOf(authResponse: object): string {
-  return 'Gateway+json ' + Buffer.from(JSON.stringify(authResponse)).toString('base64');
-}
 
 /** The default route's answer to a call without args or kwargs (SPEC §4.3, first row). */
 function resultOf(meta: Record<string, unknown>): Frame {
@@ -23,7 +19,7 @@ describe('session limits', () => {
 
   /** Session_inactive requests that speak for `user` (default auth answer `{user_id}`). */
   function isNoticeOf(user: string): (r: RecordedRequest) => boolean {
-    const authorization = identityOf({ user_id: user });
+    const authorization = identityHeader(JSON.stringify({ user_id: user }));
     return (r) => r.path === INACTIVE_PATH && r.headers.authorization === authorization;
   }
 

@@ -2,7 +2,6 @@ import type { Socket } from 'node:net';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { within } from './harness/wait';
-import { WsClient } from './harness/ws-client';
 
 /** Most messages published before giving up: ~40 MiB, far beyond the loopback kernel buffers. */
 const MAX_PUBLISHES = 4000;
@@ -13,17 +12,6 @@ describe('slow consumer', () => {
   let t: TestGateway;
   beforeEach(async () => (t = await startTestGateway({ CLIENT_QUEUE_MAX_BYTES: '64KiB' })));
   afterEach(() => t.close());
-
-  async function connect(user: string): Promise<{ client: WsClient; cid: string }> {
-    const query = `user=${user}`;
-    const { client } = await t.hello({ query });
-    const auth = await t.upstream.nextRequest(
-      (r) =>
-        r.path === '/gateway/authorize_connection' &&
-        (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query,
-    );
-    return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
-  }
 
   async function slowConsumerCloses(): Promise<number> {
     const text = await (await fetch(t.apiUrl + '/metrics')).text();
@@ -45,8 +33,8 @@ describe('slow consumer', () => {
   }
 
   it('closes a client that stops reading with 1008 slow_consumer while the others get every message', async () => {
-    const slow = await connect('slow');
-    const fast = await connect('fast');
+    const slow = await t.helloAs('slow');
+    const fast = await t.helloAs('fast');
     for (const { cid } of [slow, fast])
       expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/flood`)).status).toBe(204);
     expect(await slowConsumerCloses()).toBe(0);

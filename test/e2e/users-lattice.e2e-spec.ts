@@ -3,6 +3,7 @@ import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 
 type Statuses = Record<string, { status_register: [number, string] }>;
 
@@ -10,8 +11,6 @@ type Statuses = Record<string, { status_register: [number, string] }>;
 describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
   let t: TestGateway;
   afterEach(() => t.close());
-
-  let barriers = 0;
 
   const connect = (user: string, query?: string): Promise<{ client: WsClient; cid: string }> => t.helloAs(user, query);
 
@@ -27,16 +26,6 @@ describe.each(TOPOLOGIES)('users lattice (%s)', (_, startTestGateway) => {
     expect(typeof register?.[0]).toBe('number');
     expect(register![0]).toBeGreaterThanOrEqual(from);
     expect(register![0]).toBeLessThanOrEqual(Date.now());
-  }
-
-  /** STYLE B10 ordering barrier: the reply to a call made now must be the next frame. */
-  async function expectNothingMore(client: WsClient): Promise<void> {
-    const requestId = `barrier-${++barriers}`;
-    expect(await client.call('test.barrier', { request_id: requestId })).toEqual([
-      'result',
-      { request_id: requestId },
-      { args: [], kwargs: {} },
-    ]);
   }
 
   describe('with the default activity window', () => {

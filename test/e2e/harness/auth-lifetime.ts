@@ -1,4 +1,5 @@
 import { RecordedRequest, Reply } from './fake-upstream';
+import { identityHeader, userOf } from './identity';
 
 /** What the §14 specs share: the upstream's authorization route with a lifetime, and refresh requests. */
 
@@ -6,16 +7,8 @@ export const AUTH_PATH = '/gateway/authorize_connection';
 export const REFRESH_PATH = '/gateway/refresh_connection';
 export const INACTIVE_PATH = '/gateway/session_inactive';
 
-/** `Gateway+json <base64 of the compact JSON>` (SPEC §3). */
-export function identityHeader(json: string): string {
-  return 'Gateway+json ' + Buffer.from(json, 'utf8').toString('base64');
-}
-
-/** The user a request speaks for, read from its identity header. */
-export function userOf(req: RecordedRequest): string {
-  const value = String(req.headers.authorization ?? '').slice('Gateway+json '.length);
-  return (JSON.parse(Buffer.from(value, 'base64').toString('utf8')) as { user_id: string }).user_id;
-}
+// The identity header's helpers live in harness/identity.ts; the §14 specs import them from here too.
+export { identityHeader, userOf };
 
 /** Matches a refresh request for `user`. */
 export const refreshOf =

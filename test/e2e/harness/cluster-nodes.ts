@@ -1,6 +1,8 @@
 import Redis from 'ioredis';
 import { ChildGateway } from './child-gateway';
 import { FakeUpstream } from './fake-upstream';
+import { connectionIdOf } from './v1';
+import { waitFor } from './wait';
 import { Frame, WsClient } from './ws-client';
 
 /** Generous for 2 busy CPUs: a child node boots dist/main.js. */
@@ -46,10 +48,7 @@ export class ProcessCluster {
     const query = `user=${user}&at=${Math.random()}`;
     const { client } = await WsClient.hello(node.wsUrl, { query });
     this.clients.push(client);
-    const auth = await this.upstream.nextRequest(
-      (r) => (r.body as [unknown, unknown, { url_querystring: string }])[2]?.url_querystring === query,
-    );
-    return { client, cid: (auth.body as [{ connection_id: string }])[0].connection_id };
+    return { client, cid: await connectionIdOf(this.upstream, query) };
   }
 
   async close(): Promise<void> {
@@ -60,16 +59,16 @@ export class ProcessCluster {
 
 /** Poll a node's /health/ready until its body reports `redis` as `state`. */
 export async function untilRedisState(apiUrl: string, state: 'up' | 'down', ms = 10_000): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const body = (await (await fetch(apiUrl + '/health/ready')).json()) as { info?: { cluster?: { redis?: string } } };
-    if (body.info?.cluster?.redis === state) return;
-    if (Date.now() > deadline)
-      throw new Error(
-        `timed out after ${ms} ms waiting for ${apiUrl} to report redis ${state}: ${JSON.stringify(body)}`,
-      );
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
+  let body: { info?: { cluster?: { redis?: string } } } = {};
+  await waitFor(
+    async () => {
+      body = (await (await fetch(apiUrl + '/health/ready')).json()) as typeof body;
+      return body.info?.cluster?.redis === state;
+    },
+    () => `${apiUrl} to report redis ${state}: ${JSON.stringify(body)}`,
+    ms,
+    20,
+  );
 }
 
 /** Poll `check` against Redis until it returns true, within `ms`. */
@@ -79,12 +78,7 @@ export async function untilRedisHas(
   what: string,
   ms = 5000,
 ): Promise<void> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    if (await check(redis).catch(() => false)) return;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what} in Redis`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  await waitFor(() => check(redis).catch(() => false), `${what} in Redis`, ms, 10);
 }
 
 /**

@@ -2,6 +2,8 @@ import { loadConfig } from '../../../src/config/load-config';
 import { JsonLogger } from '../../../src/logging/json-logger';
 import { RunningGateway, startGateway } from '../../../src/start-gateway';
 import { FakeUpstream } from './fake-upstream';
+import { connectionIdOf } from './v1';
+import { waitFor } from './wait';
 import { Frame, WsClient } from './ws-client';
 
 /** A started gateway with a fake upstream and the clients a test opened. */
@@ -88,14 +90,13 @@ export async function startTestGateway(
     },
     openConnections,
     untilOpenConnections: async (count, ms = 2000) => {
-      const deadline = Date.now() + ms;
-      let last = await openConnections();
-      while (last !== count) {
-        if (Date.now() > deadline)
-          throw new Error(`timed out after ${ms} ms waiting for gateway_connections ${count} (last ${last})`);
-        await new Promise((resolve) => setTimeout(resolve, 10));
-        last = await openConnections();
-      }
+      let last = NaN;
+      await waitFor(
+        async () => (last = await openConnections()) === count,
+        () => `gateway_connections ${count} (last ${last})`,
+        ms,
+        10,
+      );
     },
     close: async () => {
       await Promise.all(clients.map((c) => c.close()));
@@ -105,13 +106,4 @@ export async function startTestGateway(
       await gateway.close();
     },
   };
-}
-
-async function connectionIdOf(upstream: FakeUpstream, query?: string): Promise<string> {
-  const auth = await upstream.nextRequest(
-    (r) =>
-      r.path.endsWith('/gateway/authorize_connection') &&
-      (query === undefined || (r.body as [unknown, unknown, { url_querystring: string }])[2].url_querystring === query),
-  );
-  return (auth.body as [{ connection_id: string }])[0].connection_id;
 }

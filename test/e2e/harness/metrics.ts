@@ -1,3 +1,5 @@
+import { waitFor } from './wait';
+
 /** A tiny Prometheus text-format reader for e2e specs: value by `name{labels}`. */
 
 /** One sample line of the exposition text. */
@@ -84,14 +86,14 @@ export async function untilMetric(
   accept: (value: number) => boolean,
   ms = 2000,
 ): Promise<number> {
-  const deadline = Date.now() + ms;
-  for (;;) {
-    const value = (await scrapeMetrics(apiUrl)).value(key);
-    if (accept(value)) return value;
-    if (Date.now() > deadline)
-      throw new Error(`timed out after ${ms} ms waiting for ${key} to satisfy ${accept.toString()} (last ${value})`);
-    await new Promise((resolve) => setTimeout(resolve, 10));
-  }
+  let last = NaN;
+  await waitFor(
+    async () => accept((last = (await scrapeMetrics(apiUrl)).value(key))),
+    () => `${key} to satisfy ${accept.toString()} (last ${last})`,
+    ms,
+    10,
+  );
+  return last;
 }
 
 function parseLabels(text: string, line: string): Record<string, string> {

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { pollPause, RedisProcess, redisCommand, redisInfo, redisRole, untilTrue } from './redis-process';
-import { freePort } from './redis-server';
+import { freePort } from './ports';
 
 const HOST = '127.0.0.1';
 const SENTINEL_COUNT = 3;

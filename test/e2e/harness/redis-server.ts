@@ -1,10 +1,13 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import { mkdtempSync, rmSync } from 'node:fs';
-import * as net from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Redis from 'ioredis';
+import { freePort } from './ports';
 import { within } from './wait';
+
+// test-redis.ts imports it from here.
+export { freePort };
 
 /**
  * A dedicated `redis-server` on a free port, for tests that kill or restart
@@ -139,16 +142,4 @@ export class RedisServer {
       await new Promise((resolve) => setTimeout(resolve, 20));
     }
   }
-}
-
-/** A TCP port nothing listens on now (127.0.0.1). */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address() as net.AddressInfo;
-      server.close(() => resolve(port));
-    });
-  });
 }

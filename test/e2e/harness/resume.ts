@@ -1,3 +1,6 @@
+import { FakeUpstream } from './fake-upstream';
+import { TestGateway } from './gateway';
+import { connectionIdOf } from './v1';
 import { Frame, PROTOCOL, WsClient } from './ws-client';
 
 /** The extra subprotocol that opts a connection into a resumable session (SPEC §12.1). */
@@ -15,6 +18,47 @@ export interface ResumeMeta {
 /** The subprotocol list of a client that opts in without resuming. */
 export function optInProtocols(): string[] {
   return [PROTOCOL, RESUME_OPT_IN];
+}
+
+/** An opted-in connection: its client, hello, the hello's resume object and the connection id. */
+export interface OptedIn {
+  readonly client: WsClient;
+  readonly hello: Frame;
+  readonly resume: ResumeMeta;
+  readonly cid: string;
+}
+
+/** Where an opt-in on any node (a child process, a node of a shared upstream) is authorized and kept. */
+export interface OptInAt {
+  /** The upstream that authorizes the handshake: the connection id is read from its request. */
+  readonly upstream: FakeUpstream;
+  /** The spec's clients, closed by it (a ProcessCluster is one of these). */
+  readonly clients: WsClient[];
+}
+
+let optIns = 0;
+
+/**
+ * Connect as `user`, opted into a resumable session (SPEC §12.1), and await
+ * hello. The query `user=<user>&o=<n>` is unique, so the authorization read
+ * for the connection id is this handshake's. On a TestGateway without `at`,
+ * the gateway keeps the client and reads its own upstream.
+ */
+export async function optIn(node: TestGateway, user: string): Promise<OptedIn>;
+export async function optIn(node: { readonly wsUrl: string }, user: string, at: OptInAt): Promise<OptedIn>;
+export async function optIn(
+  node: TestGateway | { readonly wsUrl: string },
+  user: string,
+  at?: OptInAt,
+): Promise<OptedIn> {
+  const query = `user=${user}&o=${++optIns}`;
+  const options = { query, protocols: optInProtocols() };
+  // The overloads give a TestGateway whenever `at` is missing.
+  const gateway = node as TestGateway;
+  const { client, hello } = at === undefined ? await gateway.hello(options) : await WsClient.hello(node.wsUrl, options);
+  at?.clients.push(client);
+  const cid = await connectionIdOf(at?.upstream ?? gateway.upstream, query);
+  return { client, hello, resume: resumeOf(hello), cid };
 }
 
 /** `gateway-resume.<base64url of the compact JSON offer>` (SPEC §12.1). */

@@ -1,13 +1,24 @@
 /** Bounded, event-based waiting with a clear failure message (STYLE B10). */
 
-/** Resolve when `check()` returns a value other than undefined; reject after `ms` with `what`. */
-export async function waitFor<T>(check: () => T | undefined, what: string, ms = 2000): Promise<T> {
+/**
+ * Re-run `check` (sync or async) until it returns a value other than
+ * undefined or false, pausing `pauseMs` between tries; resolve that value.
+ * Reject after `ms` with `what`, read at the failure when it is a function
+ * (so it can name the last state seen).
+ */
+export async function waitFor<T>(
+  check: () => T | undefined | false | Promise<T | undefined | false>,
+  what: string | (() => string),
+  ms = 2000,
+  pauseMs = 5,
+): Promise<T> {
   const deadline = Date.now() + ms;
   for (;;) {
-    const value = check();
-    if (value !== undefined) return value;
-    if (Date.now() > deadline) throw new Error(`timed out after ${ms} ms waiting for ${what}`);
-    await new Promise((resolve) => setTimeout(resolve, 5));
+    const value = await check();
+    if (value !== undefined && value !== false) return value;
+    if (Date.now() > deadline)
+      throw new Error(`timed out after ${ms} ms waiting for ${typeof what === 'string' ? what : what()}`);
+    await new Promise((resolve) => setTimeout(resolve, pauseMs));
   }
 }
 

@@ -1,6 +1,7 @@
 import * as http from 'node:http';
 import * as net from 'node:net';
 import type { AddressInfo } from 'node:net';
+import { freePort } from '../../e2e/harness/ports';
 
 /**
  * A lean upstream for load (no request recording): the authorization route
@@ -116,9 +117,5 @@ export async function junkServer(): Promise<{ url: string; close(): Promise<void
 
 /** A local port nothing listens on: the "down" upstream. */
 export async function closedPortUrl(): Promise<string> {
-  const server = net.createServer();
-  await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', () => resolve()));
-  const { port } = server.address() as AddressInfo;
-  await new Promise((resolve) => server.close(resolve));
-  return `http://127.0.0.1:${port}`;
+  return `http://127.0.0.1:${await freePort()}`;
 }
