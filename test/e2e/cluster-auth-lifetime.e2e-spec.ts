@@ -12,17 +12,20 @@ import {
   userOf,
 } from './harness/auth-lifetime';
 
+/** Connect to node `index` of `cluster` and await the hello; the client joins `clients` (closed after the block). */
+async function helloOn(cluster: TestCluster, clients: WsClient[], index: number, query: string, protocols: string[]) {
+  const client = await WsClient.connect(cluster.nodes[index].wsUrl, { query, protocols });
+  clients.push(client);
+  return { client, hello: await client.next() };
+}
+
 describe('authorization lifetime in cluster mode (SPEC §14)', () => {
   let cluster: TestCluster;
   const refreshReplies = new Map<string, (req: RecordedRequest) => Reply>();
   const clients: WsClient[] = [];
 
-  /** Connect to node `index` and await the hello. */
-  async function hello(index: number, query: string, protocols: string[]) {
-    const client = await WsClient.connect(cluster.nodes[index].wsUrl, { query, protocols });
-    clients.push(client);
-    return { client, hello: await client.next() };
-  }
+  const hello = (index: number, query: string, protocols: string[]) =>
+    helloOn(cluster, clients, index, query, protocols);
 
   beforeAll(async () => {
     cluster = await startTestCluster(2, { AUTHORIZATION_GRACE: '2s' });
@@ -100,11 +103,8 @@ describe('the inactivity notice after a refresh that changed the object, in clus
   const changedOf = (user: string) => ({ user_id: user, plan: 'pro' });
   const clients: WsClient[] = [];
 
-  async function hello(index: number, query: string, protocols: string[]) {
-    const client = await WsClient.connect(cluster.nodes[index].wsUrl, { query, protocols });
-    clients.push(client);
-    return { client, hello: await client.next() };
-  }
+  const hello = (index: number, query: string, protocols: string[]) =>
+    helloOn(cluster, clients, index, query, protocols);
 
   beforeAll(async () => {
     cluster = await startTestCluster(2, { NEW_CONNECTION_IDLE_TIMEOUT: '4s' });
