@@ -6,7 +6,7 @@ import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_DISCONNECTED, REASON_DISCONNECTED } from '../protocol/close-codes';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
-import { HeldRevocations, UserSessions } from '../resume/user-sessions';
+import { HeldRevocations } from '../resume/user-sessions';
 
 /**
  * SPEC §12.6: the backend ends connections. The owner node closes each one
@@ -39,12 +39,11 @@ export class DisconnectService implements OnModuleInit {
 
   /** Close one connection, pending ones included; a well-formed unknown id is a no-op. */
   disconnect(connectionId: string): Promise<void> {
-    const userSessions = this.resumables.userSessions;
     const local = this.registry.get(connectionId);
     // A legacy connection here has nothing in Redis: it ends here, whatever the link does.
-    if (userSessions === null || (local !== undefined && !local.isResumable))
+    if (local !== undefined && !local.isResumable)
       return this.broker.toOwner('connection_disconnect', connectionId, null);
-    return this.revoke(userSessions, connectionId, local);
+    return this.revoke(connectionId, local);
   }
 
   /**
@@ -54,11 +53,9 @@ export class DisconnectService implements OnModuleInit {
    * died) alike, and each holder confirms.
    */
   async disconnectUser(userId: string): Promise<void> {
-    const userSessions = this.resumables.userSessions;
-    if (userSessions === null) return this.broker.toEveryNode('user_disconnect', userId, null);
     let held: HeldRevocations;
     try {
-      held = await userSessions.revokeUser(userId);
+      held = await this.resumables.userSessions.revokeUser(userId);
     } catch (err) {
       this.applyToUser(userId, []);
       throw unrecorded(err);
@@ -74,10 +71,10 @@ export class DisconnectService implements OnModuleInit {
     );
   }
 
-  private async revoke(userSessions: UserSessions, connectionId: string, local: Connection | undefined): Promise<void> {
+  private async revoke(connectionId: string, local: Connection | undefined): Promise<void> {
     let where: Whereabouts;
     try {
-      where = await userSessions.revoke(connectionId);
+      where = await this.resumables.userSessions.revoke(connectionId);
     } catch (err) {
       // Not recorded: what this node holds of it ends anyway, and the backend retries (through another node).
       if (local !== undefined) this.end(local);

@@ -272,12 +272,11 @@ export class AuthLifetimeService implements OnModuleDestroy {
     this.forget(connection);
     if (Logger.isLevelEnabled('log'))
       this.logger.log({ msg: 'authorization expired', connection_id: connection.id, status });
-    const userSessions = this.resumables.userSessions;
-    if (userSessions === null || !connection.isResumable) return this.end(connection, status, dataJson);
+    if (!connection.isResumable) return this.end(connection, status, dataJson);
     this.resumables.markRevoked(connection.id);
     // Not recorded (Redis unreachable): the session still ends here; its record expires unrefreshed.
     const end = (): void => this.end(connection, status, dataJson);
-    userSessions.revoke(connection.id).then(end, end);
+    this.resumables.userSessions.revoke(connection.id).then(end, end);
   }
 
   private end(connection: Connection, status: number, dataJson: string): void {

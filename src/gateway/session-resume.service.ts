@@ -11,7 +11,6 @@ import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 import { SessionParts } from '../resume/session-parts';
 import { SessionRecord } from '../resume/session-records';
 import { ActivityService } from '../activity/activity.service';
-import { PresenceService } from '../users-lattice/presence.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';
 import { ResumeOffer, ResumeRequest } from './resume-offer';
@@ -33,7 +32,6 @@ export class SessionResumeService {
     private readonly pubsub: PubSubService,
     private readonly helloSequence: HelloSequenceService,
     private readonly parts: SessionParts,
-    presence: PresenceService,
     private readonly activity: ActivityService,
     private readonly lifetimes: AuthLifetimeService,
   ) {
@@ -42,8 +40,6 @@ export class SessionResumeService {
       // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
       activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
       activity.leavesOnlyIf((connectionId, userId) => records.ended(connectionId, userId));
-      const userSessions = sessions.userSessions!;
-      presence.alsoAddForUser((userId, userIds) => userSessions.watchForOrphans(userId, userIds));
     }
   }
 

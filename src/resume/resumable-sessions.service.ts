@@ -3,6 +3,7 @@ import { Broker } from '../cluster/broker';
 import { ClusterContext } from '../cluster/cluster-context';
 import { GONE, Moved, Whereabouts } from '../cluster/whereabouts';
 import { SessionParts } from './session-parts';
+import { UserSessions } from './user-sessions';
 import { GatewayConfig } from '../config/gateway-config';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -27,7 +28,6 @@ import {
 } from './session-records';
 import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
 import { ResumeRate } from './resume-rate';
-import { UserSessions } from './user-sessions';
 
 /** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
 export type ClusterTakeover =
@@ -73,8 +73,6 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly logger = new Logger(ResumableSessionsService.name);
   /** Cluster mode (SPEC §12.5): the sessions' records in Redis; null on one node. */
   readonly records: SessionRecords | null = null;
-  /** Cluster mode: each user's sessions in Redis, for revocation and endpoint 8; null on one node. */
-  readonly userSessions: UserSessions | null = null;
 
   constructor(
     private readonly config: GatewayConfig,
@@ -84,6 +82,8 @@ export class ResumableSessionsService implements OnModuleDestroy {
     private readonly broker: Broker,
     private readonly resumeRate: ResumeRate,
     private readonly parts: SessionParts,
+    /** Each user's sessions beyond this node's memory (Redis in cluster mode), for revocation and endpoint 8. */
+    readonly userSessions: UserSessions,
   ) {
     this.detachedPerUser = new DetachedPerUser(config.resume.maxDetachedPerUser);
     this.results = {
@@ -101,7 +101,6 @@ export class ResumableSessionsService implements OnModuleDestroy {
         () => this.held(),
         () => this.restarts(),
       ));
-      this.userSessions = new UserSessions(cluster.link, cluster.names);
       registry.onSubscriptionsChange((connection) =>
         records
           .changed(connection.id, parts.read(connection))
@@ -287,9 +286,9 @@ export class ResumableSessionsService implements OnModuleDestroy {
     return this.records === null ? Promise.resolve(null) : this.records.orphaned(connectionId);
   }
 
-  /** SPEC §15.2, cluster mode: the ids of `userId`'s sessions held by no node; none on one node. */
+  /** SPEC §15.2: the ids of `userId`'s sessions held by no node (cluster mode); none on one node. */
   orphanedSessionsOf(userId: string): Promise<string[]> {
-    return this.userSessions === null ? Promise.resolve([]) : this.userSessions.orphanedOf(userId);
+    return this.userSessions.orphanedOf(userId);
   }
 
   /** RESUME_WINDOW in whole seconds, as the hello's `window` gives it. */

@@ -3,11 +3,15 @@ import { ClusterContext } from '../cluster/cluster-context';
 import { ClusterModule } from '../cluster/cluster.module';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ConnectionsModule } from '../connections/connections.module';
+import { GatewayConfig } from '../config/gateway-config';
 import { MemoryResumeRate } from './memory-resume-rate';
 import { RedisResumeRate } from './redis-resume-rate';
+import { RedisUserSessions } from './redis-user-sessions';
 import { ResumeRate } from './resume-rate';
 import { ResumableSessionsService } from './resumable-sessions.service';
 import { SessionParts } from './session-parts';
+import { isResumeOffered } from './resume-settings';
+import { MemoryUserSessions, UserSessions } from './user-sessions';
 
 /** Resumable sessions (SPEC §12): tokens, the detach window, the bound on resumes, and the parts of a session's record the features register. */
 @Module({
@@ -16,12 +20,20 @@ import { SessionParts } from './session-parts';
     ResumableSessionsService,
     SessionParts,
     { provide: ResumeRate, inject: [ClusterContext, ConnectionRegistry], useFactory: resumeRateFor },
+    { provide: UserSessions, inject: [ClusterContext, GatewayConfig], useFactory: userSessionsFor },
   ],
-  exports: [ResumableSessionsService, ResumeRate, SessionParts],
+  exports: [ResumableSessionsService, ResumeRate, SessionParts, UserSessions],
 })
 export class ResumeModule {}
 
 /** In memory on one node, in Redis in cluster mode. */
 function resumeRateFor(cluster: ClusterContext, registry: ConnectionRegistry): ResumeRate {
   return cluster.link === null ? new MemoryResumeRate(registry) : new RedisResumeRate(cluster.link, cluster.names);
+}
+
+/** Recorded in Redis in cluster mode with resumable sessions; otherwise only this node's registry knows them. */
+function userSessionsFor(cluster: ClusterContext, config: GatewayConfig): UserSessions {
+  return cluster.link !== null && isResumeOffered(config)
+    ? new RedisUserSessions(cluster.link, cluster.names)
+    : new MemoryUserSessions();
 }

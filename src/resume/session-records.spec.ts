@@ -6,7 +6,7 @@ import { GONE, heldBy, movedTo } from '../cluster/whereabouts';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { SessionRecords, SessionSubscriptions } from './session-records';
 import { tokenDigest } from './session-token';
-import { UserSessions } from './user-sessions';
+import { RedisUserSessions } from './redis-user-sessions';
 import { RedisServer } from '../../test/e2e/harness/redis-server';
 
 /** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
@@ -239,14 +239,14 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
   async function nodeRecords(
     names: ClusterNames,
     nodeId: string,
-  ): Promise<{ records: SessionRecords; users: UserSessions; link: RedisLink }> {
+  ): Promise<{ records: SessionRecords; users: RedisUserSessions; link: RedisLink }> {
     const link = new RedisLink(REDIS_URL, new GatewayMetrics(), nodeId);
     if (!(await link.open(3000)))
       throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
     const records = new SessionRecords(link, names, nodeId, 30_000, () => []);
     all.push(records);
-    return { records, users: new UserSessions(link, names), link };
+    return { records, users: new RedisUserSessions(link, names), link };
   }
 
   const startOf = (connectionId: string, userId: string, token: string, authJson = `{"user_id":"${userId}"}`) => ({
@@ -333,7 +333,7 @@ describe('SessionRecords: endpoint 8 and user-wide revocation cost what the user
     if (!(await link.open(3000))) throw new Error('private redis-server did not answer');
     links.push(link);
     all.push(new SessionRecords(link, names, 'nodeB', 30_000, () => []));
-    const users = new UserSessions(link, names);
+    const users = new RedisUserSessions(link, names);
     const r = link.command;
     // 3,000 orphaned sessions of other users, as a dead node leaves them (built directly: the scripts' own shape).
     const pipeline = r.pipeline();

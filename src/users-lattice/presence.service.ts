@@ -5,6 +5,7 @@ import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ActivityService } from '../activity/activity.service';
 import { SessionParts } from '../resume/session-parts';
+import { UserSessions } from '../resume/user-sessions';
 import { RecordField } from '../resume/session-records';
 import { parseStatusMessage } from './cluster-statuses';
 import { StatusSource } from './status-source';
@@ -17,8 +18,6 @@ import { WatchLists } from './watch-lists';
  */
 @Injectable()
 export class PresenceService implements OnModuleInit {
-  private addForUserElsewhere: ((userId: string, userIds: readonly string[]) => Promise<void>) | null = null;
-
   constructor(
     private readonly broker: Broker,
     private readonly registry: ConnectionRegistry,
@@ -26,6 +25,7 @@ export class PresenceService implements OnModuleInit {
     private readonly lists: WatchLists,
     private readonly source: StatusSource,
     private readonly sessionParts: SessionParts,
+    private readonly userSessions: UserSessions,
   ) {}
 
   onModuleInit(): void {
@@ -63,15 +63,9 @@ export class PresenceService implements OnModuleInit {
   }
 
   addForUser(userId: string, userIds: readonly string[]): Promise<void> {
+    // SPEC §12.2: also the user's resumable sessions that no node holds (their records, cluster mode).
     const sent = this.broker.toEveryNode('users_add', userId, userIds);
-    return this.addForUserElsewhere === null
-      ? sent
-      : Promise.all([sent, this.addForUserElsewhere(userId, userIds)]).then(() => undefined);
-  }
-
-  /** Cluster mode, SPEC §12.2: endpoint 8 also reaches the user's resumable sessions that no node holds (their records). */
-  alsoAddForUser(add: (userId: string, userIds: readonly string[]) => Promise<void>): void {
-    this.addForUserElsewhere = add;
+    return Promise.all([sent, this.userSessions.watchForOrphans(userId, userIds)]).then(() => undefined);
   }
 
   /** After hello: the statuses of the whole watch list, when subscribed (SPEC §3). */

@@ -11,7 +11,7 @@ import { Identity } from '../../src/protocol/identity';
 import { TopicLog } from '../../src/pubsub/topic-log';
 import { RedisResumeRate } from '../../src/resume/redis-resume-rate';
 import { SessionRecords, SessionStart, SessionSubscriptions } from '../../src/resume/session-records';
-import { UserSessions } from '../../src/resume/user-sessions';
+import { RedisUserSessions } from '../../src/resume/redis-user-sessions';
 import { untilRedisHas } from './harness/cluster-nodes';
 import { RedisServer } from './harness/redis-server';
 import { within } from './harness/wait';
@@ -101,7 +101,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     topics = new TopicLog(link, names, 'nodeA', 10, 60_000, 1 << 20);
     lattices = new LatticeLog(link, names, 'nodeA', 60_000);
     resumes = new RedisResumeRate(link, names);
-    new UserSessions(link, names);
+    new RedisUserSessions(link, names);
     new SessionRecords(link, names, 'nodeA', 10_000, () => []).stop();
     await new RedisActivity(link, names, 'nodeA', () => 0, {
       announce: () => undefined,
@@ -270,7 +270,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     const errors = await redisErrorsOf(async () => {
       const a = new SessionRecords(link, names, 'nodeA', 60_000, () => []);
       const d = new SessionRecords(link, names, 'nodeD', 60_000, () => []);
-      const users = new UserSessions(link, names);
+      const users = new RedisUserSessions(link, names);
       try {
         await a.started(startOf('nodeA-4', 'dan', 'D6'), subscriptionsOf([]));
         await a.started(startOf('nodeA-5', 'dan', 'D7'), subscriptionsOf([]));
