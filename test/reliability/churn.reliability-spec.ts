@@ -6,8 +6,8 @@ import { Checks, mib, record } from './lib/report';
 import { LoadUpstream } from './lib/upstream';
 
 const RATE_PER_SECOND = 500;
-const RUN_1_MS = sized({ short: 30_000, full: 120_000 });
-const RUN_2_MS = sized({ short: 45_000, full: 240_000 });
+const RUN_1_MS = sized({ short: 20_000, full: 120_000 });
+const RUN_2_MS = sized({ short: 30_000, full: 240_000 });
 const WARM_UP_MS = sized({ short: 10_000, full: 30_000 });
 const USERS = 300;
 const IDLE_TIMEOUT_MS = 2000;
