@@ -20,6 +20,7 @@ import { Frame, WsClient } from './harness/ws-client';
 const run = promisify(execFile);
 const README = readFileSync(path.join(PROJECT_ROOT, 'README.md'), 'utf8');
 const BACKEND_DOC = readFileSync(path.join(PROJECT_ROOT, 'docs/backend.md'), 'utf8');
+const QUERIES_DOC = readFileSync(path.join(PROJECT_ROOT, 'docs/queries.md'), 'utf8');
 
 interface Demo {
   wsUrl: string;
@@ -57,6 +58,14 @@ const transcript = (code: string): Array<{ dir: '<' | '>'; frame: unknown }> =>
     .split('\n')
     .filter((line) => /^[<>] /.test(line))
     .map((line) => ({ dir: line[0] as '<' | '>', frame: JSON.parse(line.slice(2)) }));
+
+/** Every key of every object in a parsed JSON value. */
+function keysOf(value: unknown, into = new Set<string>()): Set<string> {
+  if (Array.isArray(value)) for (const item of value) keysOf(item, into);
+  else if (typeof value === 'object' && value !== null)
+    for (const [key, item] of Object.entries(value)) keysOf(item, into.add(key));
+  return into;
+}
 
 const escapeRegExp = (text: string): string => text.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
 
@@ -170,6 +179,27 @@ describe('README', () => {
       );
       const [answer] = await runShell(`API=http://127.0.0.1:8081\nCID=\n${command}`, demo.apiUrl, cid);
       expect(JSON.parse(answer)).toEqual(expected);
+    });
+
+    it("runs docs/queries.md's GET queries: each answers JSON with every field its comment shows", async () => {
+      const { client, cid } = await openAsInTour();
+      expect((await client.next(5000))[0]).toBe('hello');
+      const lines = blockWith(codeBlocks(QUERIES_DOC), '/v1/info').split('\n');
+      const setup = lines.filter((line) => /^[A-Z]+=/.test(line)).join('\n');
+      // Each curl line, and the `# ...` lines under it: the answer as the document shows it (shortened with ...).
+      const queries = lines.flatMap((line, i) => {
+        if (!line.startsWith('curl ')) return [];
+        const comment = lines.slice(i + 1).findIndex((next) => !next.startsWith('#'));
+        const shown = lines.slice(i + 1, comment < 0 ? undefined : i + 1 + comment).join('');
+        return [{ command: line, fields: [...shown.matchAll(/"(\w+)":/g)].map((match) => match[1]) }];
+      });
+      expect(queries.length).toBeGreaterThanOrEqual(5);
+      for (const { command, fields } of queries) {
+        expect([command, fields.length > 0]).toEqual([command, true]);
+        const [answer] = await runShell(`${setup}\nCID=\n${command}`, demo.apiUrl, cid);
+        const keys = keysOf(JSON.parse(answer));
+        expect([command, fields.filter((field) => !keys.has(field))]).toEqual([command, []]);
+      }
     });
   });
 
