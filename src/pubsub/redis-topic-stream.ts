@@ -36,6 +36,9 @@ export class RedisTopicStream extends TopicStream {
   ) {
     super();
     this.topicsOut = metrics.brokerMessages.labels('out', 'topic');
+    // SPEC §13.1: a rollback is noticed before the link counts as up, so before any publish of this node
+    // (or one it hears) starts a new epoch over the rolled-back history.
+    link.onSettle(() => this.noticeRollbacks().catch(() => undefined));
     // Messages published while this node's link was down are in the history: fetch them.
     link.onUp(() => this.catchUp());
   }
@@ -155,6 +158,17 @@ export class RedisTopicStream extends TopicStream {
       // Redis unreachable: what is missing is skipped (the client sees the jump); a reconnect catches up.
     }
     this.follow(topic, this.order.filled(topic, fill, messages));
+  }
+
+  /** After a Redis reconnect, before the link is up: a history behind what this node delivered in its epoch is reported. */
+  private async noticeRollbacks(): Promise<void> {
+    const topics = [...this.order.topics()];
+    const positions = await Promise.all(topics.map((topic) => this.log.positionSeen(topic).catch(() => null)));
+    topics.forEach((topic, i) => {
+      const seen = positions[i];
+      if (seen !== null && this.order.isAhead(topic, seen))
+        this.log.rolledBack(`topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
+    });
   }
 
   /**
