@@ -205,6 +205,45 @@ describe('RedisBroker with an owner that does not acknowledge', () => {
   });
 });
 
+describe('RedisBroker commands for every node', () => {
+  // Acks are counted by node, not by the receivers PUBLISH counts: another subscriber of the channel (a
+  // monitoring tool, or on a Redis Cluster a count that covers one Redis node only) changes nothing.
+  it('waits for the acks of the listed nodes that listen, whatever PUBLISH counted', async () => {
+    const pair = await redisPair();
+    const names = (pair.a as unknown as { names: ClusterNames }).names;
+    const onlooker = new RedisLink(REDIS_URL, new GatewayMetrics(), 'onlooker');
+    try {
+      expect(await onlooker.open(3000)).toBe(true);
+      await onlooker.subscribe(names.everyNode);
+      // Listed but not listening (a node whose link is down): not waited for.
+      await onlooker.command.sadd(names.nodes, 'nodeCut');
+      const seen: string[] = [];
+      pair.a.handle<string>('add', (target) => void seen.push(`a:${target}`));
+      pair.b.handle<string>('add', (target) => void seen.push(`b:${target}`));
+      const startedAt = Date.now();
+      await pair.a.toEveryNode('add', 'u1', 'x');
+      expect(Date.now() - startedAt).toBeLessThan(4000);
+      expect(seen.sort()).toEqual(['a:u1', 'b:u1']);
+    } finally {
+      await onlooker.close();
+      await pair.close();
+    }
+  });
+
+  it('answers owner_unreachable after 5 s when a listed node that listens does not acknowledge', async () => {
+    const pair = await redisPair();
+    try {
+      pair.a.handle('stuck', () => undefined);
+      pair.b.handle('stuck', () => new Promise<void>(() => undefined));
+      const startedAt = Date.now();
+      await expect(pair.a.toEveryNode('stuck', 'u1', null)).rejects.toMatchObject({ code: 'owner_unreachable' });
+      expect(Date.now() - startedAt).toBeGreaterThanOrEqual(4900);
+    } finally {
+      await pair.close();
+    }
+  }, 15_000);
+});
+
 describe('RedisBroker with a subscriber that silently lost its subscriptions', () => {
   it('notices it with a probe and reconnects the subscriber, which resubscribes', async () => {
     const pair = await redisPair({ idleMs: 200, timeoutMs: 300 });

@@ -32,9 +32,10 @@ interface Registered {
 }
 
 interface PendingRequest {
-  acked: number;
-  /** Acks to wait for: receivers Redis counted; null until the PUBLISH answered. */
-  expected: number | null;
+  /** The nodes that acknowledged it. */
+  readonly ackedBy: Set<string>;
+  /** The nodes whose acks it waits for; null until the command was published. */
+  expected: ReadonlySet<string> | null;
   readonly resolve: () => void;
   readonly reject: (err: Error) => void;
 }
@@ -59,11 +60,15 @@ const KIND_LABELS: Readonly<Record<ChannelKind, string>> = { t: 'topic', l: 'lat
  * The Redis transport of the {@link Broker} seam (SPEC §11, CLUSTER.md).
  * - Commands for a connection go to its owner's node channel with a request
  *   id and resolve on the owner's ack (its effect is then in place); commands
- *   for every node go on the shared channel and wait for as many acks as Redis
- *   counted receivers. No receiver counted on an owner's channel: the owner
- *   is gone when its liveness key is (resolved at once, as for any unknown
- *   connection), else its ack is awaited all the same. Commands for one channel
- *   issued in the same tick (e.g. a `/v1/batch`) travel in one message.
+ *   for every node go on the shared channel and resolve once every node
+ *   listed in the registry whose own channel has a subscriber (its link to
+ *   Redis is up) acknowledged: acks are counted by node, never by the number
+ *   of receivers `PUBLISH` returns (on a Redis Cluster that number covers one
+ *   Redis node only). That number serves one shortcut: none on an owner's
+ *   channel, and the owner is checked at once: gone (no liveness key), the
+ *   command follows its session or resolves as for any unknown connection;
+ *   alive, its ack is awaited all the same. Commands for one channel issued
+ *   in the same tick (e.g. a `/v1/batch`) travel in one message.
  * - Data channels are joined only while this node has local interest; a
  *   message carries its origin node so a node skips its own.
  */
@@ -254,7 +259,9 @@ export class RedisBroker extends Broker {
       queueMicrotask(() => void this.flush(channel));
     }
     outbox.commands.push([kind, target, codec === undefined ? data : codec.encode(data), id]);
-    return new Promise<void>((resolve, reject) => this.pending.set(id, { acked: 0, expected: null, resolve, reject }));
+    return new Promise<void>((resolve, reject) =>
+      this.pending.set(id, { ackedBy: new Set(), expected: null, resolve, reject }),
+    );
   }
 
   /** Publish a tick's commands for one channel in one message, then wait for their acks (5 s). */
@@ -262,43 +269,60 @@ export class RedisBroker extends Broker {
     const { commands, owner } = this.outboxes.get(channel)!;
     this.outboxes.delete(channel);
     const ids = commands.map((command) => command[3]);
-    let receivers: number;
+    const message = encodeCommands(this.nodeId, commands);
     try {
-      receivers = await this.link.timed(
-        'publish',
-        this.link.command.publish(channel, encodeCommands(this.nodeId, commands)),
-      );
+      if (owner === null) return this.awaitAcks(ids, await this.publishToEveryNode(message), 'every node');
+      const receivers = await this.link.timed('publish', this.link.command.publish(channel, message));
+      this.counters.commandOut.inc();
+      if (receivers > 0) return this.awaitAcks(ids, new Set([owner]), `node ${owner}`);
     } catch {
       return this.finish(
         ids,
         new ClusterUnavailableError('cluster_unavailable', 'Redis is not reachable from this node; retry'),
       );
     }
-    this.counters.commandOut.inc();
-    if (owner === null) {
-      // The every-node channel counts this node too, which skips its own message.
-      return receivers <= 1 ? this.finish(ids, null) : this.awaitAcks(ids, receivers - 1, 'every node');
-    }
-    if (receivers > 0) return this.awaitAcks(ids, receivers, `node ${owner}`);
     // Nobody counted: the owner is gone, cut off, or not counted (a PUBLISH on a Redis Cluster counts the
     // receivers on the Redis node it reached only). Alive, it is waited for as if counted; gone, each command
     // follows its connection to the node holding it now, if another one does, else it ends as for an unknown id.
     for (const [kind, target, json, id] of commands) {
       this.routeUncounted(kind, target, json, owner).then(
-        (isWaited) => (isWaited ? this.awaitAcks([id], 1, `node ${owner}`) : this.finish([id], null)),
+        (isWaited) => (isWaited ? this.awaitAcks([id], new Set([owner]), `node ${owner}`) : this.finish([id], null)),
         (err: Error) => this.finish([id], err),
       );
     }
   }
 
-  /** Wait for `expected` acks of each of `ids` (5 s), then fail them with 503 owner_unreachable. */
-  private awaitAcks(ids: readonly number[], expected: number, who: string): void {
+  /**
+   * Publish on the every-node channel; resolves to the nodes whose acks to
+   * wait for: those listed in the registry (read before the publish, in the
+   * same pipeline) whose own channel has a subscriber, this node aside (it
+   * skips its own message and applies the command itself).
+   */
+  private async publishToEveryNode(message: Buffer | string): Promise<ReadonlySet<string>> {
+    const redis = this.link.command;
+    const [listed] = await this.link.timed(
+      'publish',
+      Promise.all([redis.smembers(this.names.nodes), redis.publish(this.names.everyNode, message)]),
+    );
+    this.counters.commandOut.inc();
+    const others = listed.filter((node) => node !== this.nodeId);
+    if (others.length === 0) return new Set();
+    const counts = (await this.link.timed(
+      'pubsub',
+      redis.pubsub('NUMSUB', ...others.map((node) => this.names.node(node))),
+    )) as Array<string | number>;
+    return new Set(others.filter((_, i) => Number(counts[2 * i + 1]) > 0));
+  }
+
+  /** Wait for the acks of `expected` nodes on each of `ids` (5 s), then fail them with 503 owner_unreachable. */
+  private awaitAcks(ids: readonly number[], expected: ReadonlySet<string>, who: string): void {
     for (const id of ids) {
       const request = this.pending.get(id);
       if (request === undefined) continue;
       request.expected = expected;
-      if (request.acked >= expected) this.finish([id], null);
+      if (isAckedByAll(request)) this.finish([id], null);
     }
+    if (ids.every((id) => !this.pending.has(id))) return;
     const timer = setTimeout(() => {
       this.ackTimers.delete(timer);
       this.finish(
@@ -380,8 +404,8 @@ export class RedisBroker extends Broker {
     for (const id of ids) {
       const request = this.pending.get(id);
       if (request === undefined) continue;
-      request.acked += 1;
-      if (request.expected !== null && request.acked >= request.expected) this.finish([id], null);
+      request.ackedBy.add(from);
+      if (isAckedByAll(request)) this.finish([id], null);
     }
   }
 
@@ -425,4 +449,11 @@ export class RedisBroker extends Broker {
       return false;
     }
   }
+}
+
+/** Whether every node a published request waits for acknowledged it. */
+function isAckedByAll(request: PendingRequest): boolean {
+  if (request.expected === null) return false;
+  for (const node of request.expected) if (!request.ackedBy.has(node)) return false;
+  return true;
 }
