@@ -9,7 +9,7 @@ import { PubSubService } from '../pubsub/pubsub.service';
 import { ReplayPlan } from '../pubsub/topic-stream';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 import { SessionParts } from '../resume/session-parts';
-import { SessionRecord } from '../resume/session-records';
+import { SessionRecord } from '../resume/session-record';
 import { ActivityService } from '../activity/activity.service';
 import { GatewaySocket } from './gateway-socket';
 import { HelloSequenceService } from './hello-sequence.service';

@@ -4,7 +4,7 @@ import { Broker, DataCodec } from '../cluster/broker';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { SessionParts } from '../resume/session-parts';
-import { RecordField } from '../resume/session-records';
+import { RecordField } from '../resume/session-record';
 import { LatticeBody } from './lattice-body';
 import { decodeEntry, encodeEntry } from './lattice-entry';
 import { LatticeSync } from './lattice-sync';

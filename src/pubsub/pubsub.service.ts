@@ -5,7 +5,7 @@ import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { SessionParts } from '../resume/session-parts';
-import { RecordField, encodeRecordedPosition } from '../resume/session-records';
+import { RecordField, encodeRecordedPosition } from '../resume/session-record';
 import { KeptHistory } from './topic-history';
 import { TopicPosition } from '../protocol/topic-position';
 import { TopicSubscribers } from './topic-subscribers';

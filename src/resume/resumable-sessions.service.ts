@@ -18,14 +18,8 @@ import {
 import { isDetachedByClose } from './detach-rule';
 import { DetachedPerUser } from './detached-per-user';
 import { isResumeOffered } from './resume-settings';
-import {
-  HeldSession,
-  OrphanedSession,
-  SessionRecord,
-  SessionRecords,
-  SessionStart,
-  SessionSubscriptions,
-} from './session-records';
+import { HeldSession, OrphanedSession, SessionRecord, SessionStart, SessionSubscriptions } from './session-record';
+import { SessionRecords } from './session-records';
 import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
 import { ResumeRate } from './resume-rate';
 

@@ -1,6 +1,6 @@
 import { Injectable } from '@nestjs/common';
 import { Connection } from '../connections/connection';
-import type { OrphanEdit, SessionSubscriptions } from './session-records';
+import type { OrphanEdit, SessionSubscriptions } from './session-record';
 
 /** An orphaned session's record edit for one /v1 command's data. */
 export type OrphanEditOf = (data: unknown) => OrphanEdit | Promise<OrphanEdit>;

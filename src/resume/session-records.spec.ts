@@ -4,7 +4,8 @@ import { ClusterNames, PARTITIONS, partitionOf, sessionMember } from '../cluster
 import { RedisLink } from '../cluster/redis-link';
 import { GONE, heldBy, movedTo } from '../cluster/whereabouts';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
-import { SessionRecords, SessionSubscriptions } from './session-records';
+import { SessionSubscriptions } from './session-record';
+import { SessionRecords } from './session-records';
 import { tokenDigest } from './session-token';
 import { RedisUserSessions } from './redis-user-sessions';
 import { RedisServer } from '../../test/e2e/harness/redis-server';

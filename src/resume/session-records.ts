@@ -1,5 +1,17 @@
 import { Logger } from '@nestjs/common';
 import { TopicPosition } from '../protocol/topic-position';
+import {
+  SessionSubscriptions,
+  SessionRecord,
+  SessionStart,
+  TakeoverResult,
+  RecordField,
+  OrphanEdit,
+  OrphanedSession,
+  HeldSession,
+  encodeRecordedPosition,
+  decodeRecordedPosition,
+} from './session-record';
 import { ClusterNames, parseSessionMember, partitionOf, sessionMember } from '../cluster/channels';
 import { PartitionBatch } from '../cluster/partition-batch';
 import { PartitionWalk } from '../cluster/partition-walk';
@@ -33,59 +45,6 @@ const NOT_CONFIRMED = new ClusterUnavailableError(
   'the session record was not confirmed by the Redis replicas in time; retry',
 );
 
-/** A topic position as a record keeps it: the JSON of `[offset, epoch]` (field `t:<topic>`). */
-export function encodeRecordedPosition(position: TopicPosition): string {
-  return JSON.stringify([position.offset, position.epoch]);
-}
-
-function decodeRecordedPosition(text: string): TopicPosition {
-  const [offset, epoch] = JSON.parse(text) as [number, string | null];
-  return { offset, epoch };
-}
-
-/** What a session is subscribed to (SPEC §12.2), as the record keeps it. */
-export interface SessionSubscriptions {
-  /** Topic (path form) → the position at which the session subscribed to it. */
-  readonly topics: ReadonlyMap<string, TopicPosition>;
-  readonly namespaces: readonly string[];
-  /** The `gateway.user` watch list; null when not subscribed. */
-  readonly watch: readonly string[] | null;
-}
-
-/** Everything a node needs to rebuild a session it takes over (SPEC §12.3, §12.5). */
-export interface SessionRecord extends SessionSubscriptions {
-  readonly connectionId: string;
-  readonly userId: string;
-  /** Compact JSON of the original authorization response. */
-  readonly authJson: string;
-  readonly handlerName: string;
-  /** The session's generation after this takeover: a node drops its copy only for a newer one. */
-  readonly generation: number;
-  /** The user's activity deadline in Redis (epoch ms; 0 when unknown). */
-  readonly deadlineAt: number;
-  /** The node that held it before ('' when none did: its node drained or died). */
-  readonly previousHolder: string;
-  /** SPEC §14: epoch ms at which its authorization ends; 0 = never. */
-  readonly authEndsAt: number;
-}
-
-/** A record's identity part, written when the session starts (and after a Redis reconnection). */
-export interface SessionStart {
-  readonly connectionId: string;
-  readonly digest: string;
-  readonly userId: string;
-  readonly authJson: string;
-  readonly handlerName: string;
-  /** 0 while attached. */
-  readonly windowEndAt: number;
-  /** SPEC §14: epoch ms at which its authorization ends; 0 or absent = never. */
-  readonly authEndsAt?: number;
-}
-
-export type TakeoverResult =
-  | { readonly ok: true; readonly record: SessionRecord }
-  | { readonly ok: false; readonly result: 'expired' | 'invalid' };
-
 /**
  * An attached session's record lives this long unrefreshed: longer than a dead
  * node takes to be declared dead (§11, ≤ 15 s), so the reaper always finds the
@@ -94,22 +53,6 @@ export type TakeoverResult =
 export const ATTACHED_TTL_MS = 60_000;
 /** The holder refreshes its attached sessions' records this often. */
 const REFRESH_MS = 20_000;
-
-/** The record's hash fields of a session's parts: one per topic and namespace, and its watch list. */
-export const RecordField = {
-  topic: (topic: string): string => 't:' + topic,
-  namespace: (namespace: string): string => 'l:' + namespace,
-  watch: 'wu',
-} as const;
-
-/** An edit of an orphaned session's record: its subscriptions, or its end (DELETE /v1/connection). */
-export type OrphanEdit =
-  | { readonly op: 'set'; readonly field: string; readonly value: string }
-  /** Set only when absent (a subscription already there keeps where it began). */
-  | { readonly op: 'add'; readonly field: string; readonly value: string }
-  | { readonly op: 'del'; readonly field: string }
-  | { readonly op: 'watch'; readonly users: readonly string[] }
-  | { readonly op: 'end' };
 
 /** What changed in a session during one tick. */
 interface Change {
@@ -126,23 +69,6 @@ type Script = (keys: readonly string[], args: readonly (string | number | Buffer
 interface Written {
   topics: Set<string>;
   namespaces: Set<string>;
-}
-
-/** A session held by no node, as its record has it (topics and namespaces in path form). */
-export interface OrphanedSession {
-  readonly connectionId: string;
-  readonly userId: string;
-  readonly topics: string[];
-  readonly namespaces: string[];
-  readonly isWatching: boolean;
-}
-
-/** A session this node holds, as the writer sees it. */
-export interface HeldSession {
-  readonly connectionId: string;
-  readonly userId: string;
-  readonly digest: string;
-  readonly isDetached: boolean;
 }
 
 /**

@@ -6,7 +6,7 @@ import { ConnectionRegistry } from '../connections/connection-registry';
 import { ActivityService } from '../activity/activity.service';
 import { SessionParts } from '../resume/session-parts';
 import { UserSessions } from '../resume/user-sessions';
-import { RecordField } from '../resume/session-records';
+import { RecordField } from '../resume/session-record';
 import { parseStatusMessage } from './cluster-statuses';
 import { StatusSource } from './status-source';
 import { WatchLists } from './watch-lists';
