@@ -5,6 +5,8 @@ import { ConnectionRegistry } from '../connections/connection-registry';
 import { ConnectionsModule } from '../connections/connections.module';
 import { LifecycleModule } from '../lifecycle/lifecycle.module';
 import { ShutdownService } from '../lifecycle/shutdown.service';
+import { ResumeModule } from '../resume/resume.module';
+import { SessionStore } from '../resume/session-store';
 import { UpstreamModule } from '../upstream/upstream.module';
 import { ActivityNotices } from './activity-notices';
 import { ActivityService } from './activity.service';
@@ -18,10 +20,11 @@ export function userActivityFor(
   registry: ConnectionRegistry,
   shutdown: ShutdownService,
   notices: ActivityNotices,
+  sessions: SessionStore,
 ): UserActivity {
   if (cluster.link === null) return new MemoryActivity(notices, registry);
   const countOf = (userId: string) => [...registry.ofUser(userId)].length;
-  const activity = new RedisActivity(cluster.link, cluster.names, cluster.nodeId, countOf, notices);
+  const activity = new RedisActivity(cluster.link, cluster.names, cluster.nodeId, countOf, notices, sessions);
   cluster.onNodeGone((nodeId) => activity.removeNode(nodeId));
   // SPEC §11 "Drain": presence goes before the clients do, so watchers see it at once.
   shutdown.onDrain(() => activity.stop());
@@ -29,12 +32,12 @@ export function userActivityFor(
 }
 
 @Module({
-  imports: [ConnectionsModule, UpstreamModule, ClusterModule, LifecycleModule],
+  imports: [ConnectionsModule, UpstreamModule, ClusterModule, LifecycleModule, ResumeModule],
   providers: [
     ActivityNotices,
     {
       provide: UserActivity,
-      inject: [ClusterContext, ConnectionRegistry, ShutdownService, ActivityNotices],
+      inject: [ClusterContext, ConnectionRegistry, ShutdownService, ActivityNotices, SessionStore],
       useFactory: userActivityFor,
     },
     ActivityService,

@@ -68,16 +68,6 @@ export class ActivityService implements OnModuleDestroy {
     this.activity.adopted(connection.identity!, connection.handler.name, deadlineAt);
   }
 
-  /** Cluster mode: runs before a drained or dead node's presence is removed (SPEC §12.5: its resumable sessions detach first). */
-  beforeRemoveNode(hook: (nodeId: string) => Promise<void>): void {
-    this.activity.beforeRemoveNode(hook);
-  }
-
-  /** Cluster mode: a resumable session's record step, before its connection leaves (SPEC §12.5). */
-  leavesOnlyIf(sessionEnds: (connectionId: string, userId: string) => Promise<boolean>): void {
-    this.activity.leavesOnlyIf(sessionEnds);
-  }
-
   /** Cluster mode: this node's presence is withdrawn before the link closes (SPEC §11 "Drain"). */
   onModuleDestroy(): Promise<void> {
     return this.activity.stop();

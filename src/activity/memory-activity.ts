@@ -72,12 +72,6 @@ export class MemoryActivity extends UserActivity {
     if (this.users.get(userId)?.status === 'inactive') this.end(userId);
   }
 
-  /** One node: no node is ever removed. */
-  beforeRemoveNode(): void {}
-
-  /** One node: a session's connection always leaves where it closes. */
-  leavesOnlyIf(): void {}
-
   stop(): Promise<void> {
     if (this.timer !== null) clearTimeout(this.timer);
     return Promise.resolve();

@@ -4,6 +4,7 @@ import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { redisTimeMs } from '../users-lattice/cluster-statuses';
+import { LocalSessionStore } from '../resume/session-store';
 import { RedisActivity } from './redis-activity';
 
 /** Redis of the test run (`.ci/run` starts one on 6379 when none answers). */
@@ -29,7 +30,7 @@ describe('RedisActivity on Redis: status versions (SPEC §7)', () => {
       announce: (_: string, status: Status, version: number) => void announced.push([status, version]),
       inactive: () => undefined,
     };
-    const sessions = new RedisActivity(link, names, nodeId, () => 1, events);
+    const sessions = new RedisActivity(link, names, nodeId, () => 1, events, new LocalSessionStore());
     nodes.push(sessions);
     return sessions;
   }

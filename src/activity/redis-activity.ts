@@ -1,4 +1,5 @@
 import { Logger } from '@nestjs/common';
+import { SessionStore } from '../resume/session-store';
 import { ClusterNames, originHead, partitionOf } from '../cluster/channels';
 import { PartitionMembers, PartitionWalk } from '../cluster/partition-walk';
 import { RedisLink } from '../cluster/redis-link';
@@ -144,10 +145,7 @@ export class RedisActivity extends UserActivity {
   private flushTimer: NodeJS.Timeout | null = null;
   private claimTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
-  private readonly removeNodeHooks: Array<(nodeId: string) => Promise<void>> = [];
   private readonly walk: PartitionWalk;
-  /** A resumable session's record step, run before its connection leaves (SPEC §12.5); true when it leaves here. */
-  private sessionEnds: (connectionId: string, userId: string) => Promise<boolean> = () => Promise.resolve(true);
 
   constructor(
     private readonly link: RedisLink,
@@ -155,6 +153,8 @@ export class RedisActivity extends UserActivity {
     private readonly nodeId: string,
     private readonly countOf: (userId: string) => number,
     private readonly events: ActivityEvents,
+    /** The resumable sessions' records (SPEC §12.5): their step runs before a connection or a node's presence goes. */
+    private readonly sessions: SessionStore,
   ) {
     super();
     this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
@@ -203,14 +203,9 @@ export class RedisActivity extends UserActivity {
     this.forgetIfGone(userId);
     if (!this.link.isUp || this.isStopped) return;
     await this.run(async () => {
-      if (sessionId !== null && !(await this.sessionEnds(sessionId, userId))) return;
+      if (sessionId !== null && !(await this.sessions.ended(sessionId, userId))) return;
       await this.leave(userId, this.nodeId, 'one', false);
     });
-  }
-
-  /** The record step of a resumable session that ends here (resume/'s SessionRecords.ended). */
-  leavesOnlyIf(sessionEnds: (connectionId: string, userId: string) => Promise<boolean>): void {
-    this.sessionEnds = sessionEnds;
   }
 
   /**
@@ -244,11 +239,6 @@ export class RedisActivity extends UserActivity {
   /** A session of `userId` here was taken over by another node, which counts it now: nothing changes in Redis. */
   private handedOver(userId: string): void {
     this.forgetIfGone(userId);
-  }
-
-  /** Runs before a node's presence is removed (drain, death): resumable sessions are detached first (SPEC §12.5). */
-  beforeRemoveNode(hook: (nodeId: string) => Promise<void>): void {
-    this.removeNodeHooks.push(hook);
   }
 
   private forgetIfGone(userId: string): void {
@@ -289,7 +279,8 @@ export class RedisActivity extends UserActivity {
   async removeNode(nodeId: string): Promise<void> {
     // A dead node that is alive again (it was paused) keeps its presence: checked once, before the walk.
     if (nodeId !== this.nodeId && (await this.link.command.exists(this.names.alive(nodeId))) === 1) return;
-    for (const hook of this.removeNodeHooks) await this.run(() => hook(nodeId));
+    // SPEC §12.5: its resumable sessions are held by no node first (their windows start).
+    await this.run(() => this.sessions.orphan(nodeId));
     const parts = await this.usersOf(nodeId);
     const users = parts.flatMap((part) => part.members);
     await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));

@@ -38,16 +38,6 @@ export abstract class UserActivity {
   /** A connection here closed (or was handed over to another node). */
   abstract connectionGone(connection: Connection): void;
 
-  /** Runs before a drained or dead node's presence is removed (SPEC §12.5: its resumable sessions detach first). */
-  abstract beforeRemoveNode(hook: (nodeId: string) => Promise<void>): void;
-
-  /**
-   * The record step of a resumable session whose connection closes here
-   * (SPEC §12.5): it runs first, and its connection leaves only when it
-   * resolves to true (this node still held it).
-   */
-  abstract leavesOnlyIf(sessionEnds: (connectionId: string, userId: string) => Promise<boolean>): void;
-
   /** Timers stopped; cluster mode withdraws this node's presence (SPEC §11 "Drain"). */
   abstract stop(): Promise<void>;
 }

@@ -9,6 +9,7 @@ import { PubSubService } from '../pubsub/pubsub.service';
 import { ReplayPlan } from '../pubsub/topic-stream';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
 import { SessionParts } from '../resume/session-parts';
+import { Takeover } from '../resume/session-store';
 import { SessionRecord } from '../resume/session-record';
 import { ActivityService } from '../activity/activity.service';
 import { GatewaySocket } from './gateway-socket';
@@ -34,19 +35,12 @@ export class SessionResumeService {
     private readonly parts: SessionParts,
     private readonly activity: ActivityService,
     private readonly lifetimes: AuthLifetimeService,
-  ) {
-    const records = sessions.records;
-    if (records !== null) {
-      // A drained or dead node's resumable sessions detach before its presence goes (SPEC §12.5).
-      activity.beforeRemoveNode((nodeId) => records.orphan(nodeId));
-      activity.leavesOnlyIf((connectionId, userId) => records.ended(connectionId, userId));
-    }
-  }
+  ) {}
 
   /**
    * SPEC §12.3: resume the session `request` names onto `socket`, or null when
    * it cannot be (the handshake then proceeds as a normal connection). In
-   * cluster mode the answer comes from Redis: a promise.
+   * cluster mode the answer comes from the session's record in Redis: a promise.
    */
   resume(
     socket: GatewaySocket,
@@ -58,13 +52,29 @@ export class SessionResumeService {
       return null;
     }
     if (request.kind !== 'resume') return null;
-    if (this.sessions.records !== null) return this.resumeInCluster(socket, handler, request.offer);
-    const found = this.sessions.lookUp(request.offer.token, handler.name);
-    if (!found.ok) return null;
-    const connection = found.connection;
-    // SPEC §14: a lifetime that ended meanwhile is refreshed before the resumed hello.
-    if (this.lifetimes.hasEnded(connection)) return this.refreshThenResume(connection, socket, request.offer);
-    return this.resumeHere(connection, socket, request.offer);
+    const offer = request.offer;
+    const taken = this.sessions.takeOver(offer.token, handler.name);
+    return taken instanceof Promise
+      ? taken.then((settled) => this.resumeTaken(socket, handler, offer, settled))
+      : this.resumeTaken(socket, handler, offer, taken);
+  }
+
+  private resumeTaken(
+    socket: GatewaySocket,
+    handler: Handler,
+    offer: ResumeOffer,
+    taken: Takeover,
+  ): Connection | null | Promise<Connection | null> {
+    switch (taken.kind) {
+      case 'none':
+        return null;
+      case 'record':
+        return this.resumeFromRecord(socket, handler, offer, taken.record, taken.token);
+      case 'here':
+        // SPEC §14: a lifetime that ended meanwhile is refreshed before the resumed hello.
+        if (this.lifetimes.hasEnded(taken.connection)) return this.refreshThenResume(taken.connection, socket, offer);
+        return this.resumeHere(taken.connection, socket, offer);
+    }
   }
 
   private resumeHere(connection: Connection, socket: GatewaySocket, offer: ResumeOffer): Connection {
@@ -115,14 +125,13 @@ export class SessionResumeService {
    * node: rebuilt from its record under the same connection id, user and
    * authorization response, subscriptions back in place before the hello.
    */
-  private async resumeInCluster(
+  private async resumeFromRecord(
     socket: GatewaySocket,
     handler: Handler,
     offer: ResumeOffer,
+    record: SessionRecord,
+    token: string,
   ): Promise<Connection | null> {
-    const taken = await this.sessions.takeOver(offer.token, handler.name);
-    if (!taken.ok) return null;
-    const { record, token } = taken;
     // SPEC §12.6: revoked right after this takeover, its DELETE already here: the session ends, a normal connect follows.
     if (this.sessions.isRevoked(record.connectionId)) return this.endTakenRevoked(socket, handler, record);
     const local = this.registry.get(record.connectionId);
@@ -158,7 +167,7 @@ export class SessionResumeService {
     socket.connection = connection;
     this.activity.adopted(connection, record.deadlineAt);
     this.sessions.adoptToken(connection, token);
-    this.sessions.records!.adopted(record);
+    this.sessions.adopted(record);
     try {
       await this.parts.restore(connection, record);
     } catch (err) {

@@ -1,7 +1,5 @@
 import { Injectable, Logger, OnModuleDestroy } from '@nestjs/common';
-import { Broker } from '../cluster/broker';
-import { ClusterContext } from '../cluster/cluster-context';
-import { GONE, Moved, Whereabouts } from '../cluster/whereabouts';
+import { Moved } from '../cluster/whereabouts';
 import { SessionParts } from './session-parts';
 import { UserSessions } from './user-sessions';
 import { GatewayConfig } from '../config/gateway-config';
@@ -17,15 +15,10 @@ import {
 } from '../protocol/close-codes';
 import { isDetachedByClose } from './detach-rule';
 import { DetachedPerUser } from './detached-per-user';
-import { isResumeOffered } from './resume-settings';
 import { HeldSession, OrphanedSession, SessionRecord, SessionStart, SessionSubscriptions } from './session-record';
-import { SessionRecords } from './session-records';
-import { connectionIdOfToken, isSameDigest, newSessionToken, tokenDigest } from './session-token';
+import { SessionHost, SessionStore, Takeover } from './session-store';
+import { isSameDigest, newSessionToken, tokenDigest } from './session-token';
 import { ResumeRate } from './resume-rate';
-
-/** A takeover through Redis (cluster mode): the record, and the new token the resumed hello carries. */
-export type ClusterTakeover =
-  { readonly ok: true; readonly record: SessionRecord; readonly token: string } | { readonly ok: false };
 
 /** What a resume token leads to: the session, or why there is none (the `gateway_resumes_total` result). */
 export type TokenLookup =
@@ -50,7 +43,7 @@ const MAX_REVOKED_REMEMBERED = 100_000;
  * stay as they are. (Not §8's per-user activity: see activity/.)
  */
 @Injectable()
-export class ResumableSessionsService implements OnModuleDestroy {
+export class ResumableSessionsService implements OnModuleDestroy, SessionHost {
   /** Token digest → session. */
   private readonly byDigest = new Map<string, Connection>();
   private readonly digestOf = new Map<Connection, string>();
@@ -65,17 +58,14 @@ export class ResumableSessionsService implements OnModuleDestroy {
   private readonly revoked = new Map<string, number>();
   private readonly results;
   private readonly logger = new Logger(ResumableSessionsService.name);
-  /** Cluster mode (SPEC §12.5): the sessions' records in Redis; null on one node. */
-  readonly records: SessionRecords | null = null;
-
   constructor(
     private readonly config: GatewayConfig,
     private readonly registry: ConnectionRegistry,
     metrics: GatewayMetrics,
-    cluster: ClusterContext,
-    private readonly broker: Broker,
     private readonly resumeRate: ResumeRate,
     private readonly parts: SessionParts,
+    /** Where sessions live beyond this node's memory: nowhere on one node, their records in Redis in cluster mode. */
+    private readonly store: SessionStore,
     /** Each user's sessions beyond this node's memory (Redis in cluster mode), for revocation and endpoint 8. */
     readonly userSessions: UserSessions,
   ) {
@@ -86,61 +76,16 @@ export class ResumableSessionsService implements OnModuleDestroy {
       invalid: metrics.resumes.labels('invalid'),
     };
     registry.onRemove((connection) => this.forget(connection));
-    if (cluster.link !== null && isResumeOffered(config)) {
-      const records = (this.records = new SessionRecords(
-        cluster.link,
-        cluster.names,
-        cluster.nodeId,
-        config.resume.windowMs,
-        () => this.held(),
-        () => this.restarts(),
-      ));
-      registry.onSubscriptionsChange((connection) =>
-        records
-          .changed(connection.id, parts.read(connection))
-          .then((moved) => moved && this.movedAway(connection, moved)),
-      );
-      broker.locate({
-        // A draining node gave its resumable sessions away (held by no node): commands go to their records.
-        isHere: (connectionId) => {
-          const connection = registry.get(connectionId);
-          return connection !== undefined && !(connection.isResumable && records.hasLetGo);
-        },
-        whereIs: (connectionId) => records.whereIs(connectionId),
-        applyToRecord: (kind, connectionId, data) => this.applyToRecord(records, kind, connectionId, data),
-      });
-      broker.handle<number>('session_taken', (connectionId, generation) =>
-        this.takenElsewhere(connectionId, generation),
-      );
-      records.onEnded((connectionId) => this.endRevoked(connectionId));
-    }
+    store.attach(this);
   }
 
   /**
-   * SPEC §12.2 in cluster mode: a /v1 command for a session whose node
-   * drained or died, not resumed yet, is written into its record (the edit
-   * its feature registered, {@link SessionParts}), so its effect is there on
-   * resume. Resolves to where the session is: held by a node that took it
-   * meanwhile (the command is sent there), else orphaned (applied) or gone.
-   */
-  private async applyToRecord(
-    records: SessionRecords,
-    kind: string,
-    connectionId: string,
-    data: unknown,
-  ): Promise<Whereabouts> {
-    const edit = this.parts.orphanEdit(kind, data);
-    return edit === undefined ? GONE : records.editOrphan(connectionId, await edit);
-  }
-
-  /**
-   * Cluster mode: a resumable session starts (before its hello): its record
+   * A resumable session starts (before its hello): in cluster mode its record
    * is written, so it can be resumed on any node from its first hello on.
    */
   started(connection: Connection): Promise<void> | undefined {
     const start = this.startOf(connection);
-    if (this.records === null || start === null) return undefined;
-    return this.records.started(start, this.parts.read(connection));
+    return start === null ? undefined : this.store.started(start, this.parts.read(connection));
   }
 
   private startOf(connection: Connection): SessionStart | null {
@@ -160,41 +105,21 @@ export class ResumableSessionsService implements OnModuleDestroy {
   }
 
   /** After a Redis reconnection: every authorized session here, to be written again. */
-  private *restarts(): Iterable<[SessionStart, SessionSubscriptions]> {
+  *restarts(): Iterable<[SessionStart, SessionSubscriptions]> {
     for (const connection of this.digestOf.keys()) {
       const start = connection.state === 'pending' ? null : this.startOf(connection);
       if (start !== null) yield [start, this.parts.read(connection)];
     }
   }
 
-  /**
-   * Cluster mode, SPEC §12.3/12.5: take over the session of `token` through
-   * Redis, wherever it is held (this node included: its digest is checked
-   * there too). Counts a failure.
-   */
-  async takeOver(token: string, handlerName: string): Promise<ClusterTakeover> {
-    const connectionId = connectionIdOfToken(token);
-    // Not a token of ours: no session to take over (every token this build issues names its session).
-    if (connectionId === null) return this.failed('invalid');
-    const next = newSessionToken(connectionId);
-    let result: Awaited<ReturnType<SessionRecords['takeOver']>>;
-    try {
-      result = await this.records!.takeOver(connectionId, tokenDigest(token), handlerName, tokenDigest(next));
-    } catch (err) {
-      this.logger.warn({ msg: 'resume lookup failed', error: (err as Error).message });
-      result = { ok: false, result: 'invalid' };
-    }
-    if (!result.ok) return this.failed(result.result);
-    const { previousHolder, generation } = result.record;
-    // The old holder closes its copy's socket (4409) and forgets it (SPEC §12.5).
-    if (previousHolder !== '' && previousHolder !== this.registry.nodeId)
-      this.broker.notify('session_taken', previousHolder, connectionId, generation);
-    return { ok: true, record: result.record, token: next };
+  /** SPEC §12.3: the session `token` resumes, wherever the store finds it; a failure is counted. */
+  takeOver(token: string, handlerName: string): Takeover | Promise<Takeover> {
+    return this.store.takeOver(token, handlerName);
   }
 
-  private failed(result: 'expired' | 'invalid'): ClusterTakeover {
-    this.countFailure(result);
-    return { ok: false };
+  /** A session taken over from its record is held here now. */
+  adopted(record: SessionRecord): void {
+    this.store.adopted(record);
   }
 
   /** Cluster mode: `connection` (re)takes the session with the token its takeover issued. */
@@ -211,11 +136,11 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * told us on our node channel). The old socket, if still open, is closed
    * with 4409; the session is forgotten here without any presence change.
    */
-  private takenElsewhere(connectionId: string, generation: number): void {
+  takenElsewhere(connectionId: string, generation: number): void {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !connection.isResumable || connection.generation >= generation) return;
     this.handOver(connection);
-    if (connection.userId !== null) this.records?.released(connectionId, connection.userId);
+    if (connection.userId !== null) this.store.released(connectionId, connection.userId);
   }
 
   /**
@@ -223,7 +148,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * takeover notice is still on its way): the copy here goes as on the
    * notice, and the move goes on to the broker, which sends the command to the holder.
    */
-  private movedAway(connection: Connection, moved: Moved): Moved {
+  movedAway(connection: Connection, moved: Moved): Moved {
     if (this.registry.holds(connection)) this.handOver(connection);
     return moved;
   }
@@ -242,7 +167,6 @@ export class ResumableSessionsService implements OnModuleDestroy {
    * still on its way here, is then dropped instead of rebuilt.
    */
   markRevoked(connectionId: string): void {
-    if (this.records === null) return;
     const now = Date.now();
     for (const [old, forgetAt] of this.revoked) {
       if (forgetAt > now && this.revoked.size < MAX_REVOKED_REMEMBERED) break;
@@ -268,7 +192,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
   }
 
   /** Revoked while this node could not hear of it: its copy here ends now (close 4403), as the DELETE would have. */
-  private endRevoked(connectionId: string): void {
+  endRevoked(connectionId: string): void {
     const connection = this.registry.get(connectionId);
     if (connection === undefined || !connection.isResumable) return;
     connection.close(CLOSE_DISCONNECTED, REASON_DISCONNECTED);
@@ -277,7 +201,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
 
   /** SPEC §15.2, cluster mode: a session held by no node, as its record has it; null otherwise (and on one node). */
   orphanedSession(connectionId: string): Promise<OrphanedSession | null> {
-    return this.records === null ? Promise.resolve(null) : this.records.orphaned(connectionId);
+    return this.store.orphaned(connectionId);
   }
 
   /** SPEC §15.2: the ids of `userId`'s sessions held by no node (cluster mode); none on one node. */
@@ -301,7 +225,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     return token;
   }
 
-  /** The session a token resumes, on the handler it was opened on; counts a failure. */
+  /** The session a token resumes in this node's memory, on the handler it was opened on; counts a failure. */
   lookUp(token: string, handlerName: string): TokenLookup {
     const digest = tokenDigest(token);
     const connection = this.byDigest.get(digest);
@@ -348,7 +272,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.registry.detach(connection);
     const windowEndAt = Date.now() + this.config.resume.windowMs;
     this.windowEnds.set(connection, windowEndAt);
-    this.records?.detached(connection.id, windowEndAt).then((moved) => moved && this.movedAway(connection, moved));
+    this.store.detached(connection, windowEndAt);
     const timer = setTimeout(() => this.registry.remove(connection), this.config.resume.windowMs);
     timer.unref();
     this.windowTimers.set(connection, timer);
@@ -369,11 +293,11 @@ export class ResumableSessionsService implements OnModuleDestroy {
 
   onModuleDestroy(): void {
     for (const timer of this.windowTimers.values()) clearTimeout(timer);
-    this.records?.stop();
+    this.store.stop();
   }
 
   /** This node's sessions, for the refresh of their records. */
-  private *held(): Iterable<HeldSession> {
+  *held(): Iterable<HeldSession> {
     for (const [connection, digest] of this.digestOf) {
       if (connection.userId !== null)
         yield {
@@ -395,7 +319,7 @@ export class ResumableSessionsService implements OnModuleDestroy {
     this.windowTimers.delete(connection);
     this.windowEnds.delete(connection);
     this.detachedPerUser.gone(connection.userId, connection);
-    this.records?.forget(connection.id);
+    this.store.forget(connection.id);
     // Taken over elsewhere: the session goes on, its token was not ended.
     if (!connection.isHandedOver) this.remember(digest);
   }

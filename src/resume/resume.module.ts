@@ -4,13 +4,16 @@ import { ClusterModule } from '../cluster/cluster.module';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { ConnectionsModule } from '../connections/connections.module';
 import { GatewayConfig } from '../config/gateway-config';
+import { Broker } from '../cluster/broker';
 import { MemoryResumeRate } from './memory-resume-rate';
 import { RedisResumeRate } from './redis-resume-rate';
+import { RedisSessionStore } from './redis-session-store';
 import { RedisUserSessions } from './redis-user-sessions';
 import { ResumeRate } from './resume-rate';
 import { ResumableSessionsService } from './resumable-sessions.service';
 import { SessionParts } from './session-parts';
 import { isResumeOffered } from './resume-settings';
+import { LocalSessionStore, SessionStore } from './session-store';
 import { MemoryUserSessions, UserSessions } from './user-sessions';
 
 /** Resumable sessions (SPEC §12): tokens, the detach window, the bound on resumes, and the parts of a session's record the features register. */
@@ -21,8 +24,13 @@ import { MemoryUserSessions, UserSessions } from './user-sessions';
     SessionParts,
     { provide: ResumeRate, inject: [ClusterContext, ConnectionRegistry], useFactory: resumeRateFor },
     { provide: UserSessions, inject: [ClusterContext, GatewayConfig], useFactory: userSessionsFor },
+    {
+      provide: SessionStore,
+      inject: [ClusterContext, GatewayConfig, ConnectionRegistry, Broker, SessionParts],
+      useFactory: sessionStoreFor,
+    },
   ],
-  exports: [ResumableSessionsService, ResumeRate, SessionParts, UserSessions],
+  exports: [ResumableSessionsService, ResumeRate, SessionParts, UserSessions, SessionStore],
 })
 export class ResumeModule {}
 
@@ -36,4 +44,17 @@ function userSessionsFor(cluster: ClusterContext, config: GatewayConfig): UserSe
   return cluster.link !== null && isResumeOffered(config)
     ? new RedisUserSessions(cluster.link, cluster.names)
     : new MemoryUserSessions();
+}
+
+/** Sessions' records in Redis in cluster mode with resumable sessions (a token resumes on any node); else in memory only. */
+function sessionStoreFor(
+  cluster: ClusterContext,
+  config: GatewayConfig,
+  registry: ConnectionRegistry,
+  broker: Broker,
+  parts: SessionParts,
+): SessionStore {
+  return cluster.link !== null && isResumeOffered(config)
+    ? new RedisSessionStore(cluster.link, cluster.names, config.resume.windowMs, registry, broker, parts)
+    : new LocalSessionStore();
 }

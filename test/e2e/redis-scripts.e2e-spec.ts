@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import Redis from 'ioredis';
 import { RedisActivity } from '../../src/activity/redis-activity';
+import { LocalSessionStore } from '../../src/resume/session-store';
 import { ClusterNames, partitionOf } from '../../src/cluster/channels';
 import { RedisLink } from '../../src/cluster/redis-link';
 import { GONE, ORPHANED, heldBy } from '../../src/cluster/whereabouts';
@@ -104,10 +105,17 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     resumes = new RedisResumeRate(link, names);
     new RedisUserSessions(link, names);
     new SessionRecords(link, names, 'nodeA', 10_000, () => []).stop();
-    await new RedisActivity(link, names, 'nodeA', () => 0, {
-      announce: () => undefined,
-      inactive: () => undefined,
-    }).stop();
+    await new RedisActivity(
+      link,
+      names,
+      'nodeA',
+      () => 0,
+      {
+        announce: () => undefined,
+        inactive: () => undefined,
+      },
+      new LocalSessionStore(),
+    ).stop();
     if (!(await link.open(5000))) throw new Error(`the link did not come up on ${server.url}`);
   }, 20_000);
 
@@ -180,10 +188,17 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     const errors = await redisErrorsOf(async () => {
       let claimed: (userId: string) => void = () => undefined;
       const inactive = new Promise<string>((resolve) => (claimed = resolve));
-      const activity = new RedisActivity(link, names, 'nodeA', () => 1, {
-        announce: () => undefined,
-        inactive: (userId) => claimed(userId),
-      });
+      const activity = new RedisActivity(
+        link,
+        names,
+        'nodeA',
+        () => 1,
+        {
+          announce: () => undefined,
+          inactive: (userId) => claimed(userId),
+        },
+        new LocalSessionStore(),
+      );
       try {
         await activity.connected('ann', 1, 'Gateway+json e30=', 'default'); // a 1 ms window: due at once
         expect(await within(inactive, "ann's deadline claimed", 5000)).toBe('ann');
@@ -198,10 +213,17 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
 
   it("activity (SPEC §14): a refreshed identity written to the user's hash, and no hash made for a user not there", async () => {
     const errors = await redisErrorsOf(async () => {
-      const activity = new RedisActivity(link, names, 'nodeA', () => 1, {
-        announce: () => undefined,
-        inactive: () => undefined,
-      });
+      const activity = new RedisActivity(
+        link,
+        names,
+        'nodeA',
+        () => 1,
+        {
+          announce: () => undefined,
+          inactive: () => undefined,
+        },
+        new LocalSessionStore(),
+      );
       const renewed = new Identity('bea', '{"user_id":"bea","plan":"pro"}');
       try {
         await activity.connected('bea', 600_000, 'Gateway+json e30=', 'default');
