@@ -7,6 +7,7 @@ import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { OrphanedSession, SessionRecord, SessionStart, SessionSubscriptions, TakeoverResult } from './session-record';
 import { SessionParts } from './session-parts';
+import { SessionRecordWriter } from './session-record-writer';
 import { SessionRecords } from './session-records';
 import { SessionHost, SessionStore, Takeover } from './session-store';
 import { connectionIdOfToken, newSessionToken, tokenDigest } from './session-token';
@@ -33,6 +34,8 @@ const NO_HOST: SessionHost = {
 export class RedisSessionStore extends SessionStore {
   private readonly logger = new Logger(RedisSessionStore.name);
   private readonly records: SessionRecords;
+  /** The records of the sessions held here. */
+  private readonly writer: SessionRecordWriter;
   private host: SessionHost = NO_HOST;
 
   constructor(
@@ -52,13 +55,14 @@ export class RedisSessionStore extends SessionStore {
       () => this.host.held(),
       () => this.host.restarts(),
     );
+    this.writer = this.records.writer;
   }
 
   attach(host: SessionHost): void {
     this.host = host;
     const records = this.records;
     this.registry.onSubscriptionsChange((connection) =>
-      records
+      this.writer
         .changed(connection.id, this.parts.read(connection))
         .then((moved) => moved && host.movedAway(connection, moved)),
     );
@@ -74,11 +78,11 @@ export class RedisSessionStore extends SessionStore {
     this.broker.handle<number>('session_taken', (connectionId, generation) =>
       host.takenElsewhere(connectionId, generation),
     );
-    records.onEnded((connectionId) => host.endRevoked(connectionId));
+    this.writer.onEnded((connectionId) => host.endRevoked(connectionId));
   }
 
   started(start: SessionStart, subscriptions: SessionSubscriptions): Promise<void> {
-    return this.records.started(start, subscriptions);
+    return this.writer.started(start, subscriptions);
   }
 
   /**
@@ -112,12 +116,12 @@ export class RedisSessionStore extends SessionStore {
   }
 
   adopted(record: SessionRecord): void {
-    this.records.adopted(record);
+    this.writer.adopted(record);
   }
 
   detached(connection: Connection, windowEndAt: number): void {
-    const { records, host } = this;
-    void records.detached(connection.id, windowEndAt).then((moved) => moved && host.movedAway(connection, moved));
+    const { host } = this;
+    void this.writer.detached(connection.id, windowEndAt).then((moved) => moved && host.movedAway(connection, moved));
   }
 
   released(connectionId: string, userId: string): void {
@@ -125,7 +129,7 @@ export class RedisSessionStore extends SessionStore {
   }
 
   forget(connectionId: string): void {
-    this.records.forget(connectionId);
+    this.writer.forget(connectionId);
   }
 
   orphaned(connectionId: string): Promise<OrphanedSession | null> {

@@ -61,8 +61,8 @@ describe(SessionRecords.name, () => {
       handlerName: 'default',
       windowEndAt: 0,
     };
-    const first = records.started(start, subscriptions(['a/b'], ['ns'], null));
-    const second = records.changed('nodeA-x', subscriptions(['a/b', 'c'], ['ns'], null));
+    const first = records.writer.started(start, subscriptions(['a/b'], ['ns'], null));
+    const second = records.writer.changed('nodeA-x', subscriptions(['a/b', 'c'], ['ns'], null));
     await Promise.all([first, second]);
     expect(pipelines).toHaveLength(1); // one flush for the tick
     const [write] = pipelines;
@@ -94,20 +94,20 @@ describe(SessionRecords.name, () => {
       ],
     ]);
 
-    await records.changed('nodeA-x', subscriptions(['c'], [], ['bob']));
+    await records.writer.changed('nodeA-x', subscriptions(['c'], [], ['bob']));
     expect(pipelines[1]).toEqual([
       ['gatewaySessionWriteChange', `p:rs:{${p}}:nodeA-x`, 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns'],
     ]);
 
-    await records.detached('nodeA-x', 1234);
+    await records.writer.detached('nodeA-x', 1234);
     expect(pipelines[2]).toEqual([['gatewaySessionWriteChange', `p:rs:{${p}}:nodeA-x`, 'nodeA', 1234, 0]]);
   });
 
   it('writes nothing for a session it no longer holds', async () => {
     const { link, pipelines } = fakeLink();
     records = new SessionRecords(link, new ClusterNames('p:'), 'nodeA', 30_000, () => []);
-    records.forget('nodeA-y');
-    await records.changed('nodeA-y', subscriptions(['t'], [], null));
+    records.writer.forget('nodeA-y');
+    await records.writer.changed('nodeA-y', subscriptions(['t'], [], null));
     expect(pipelines.flat()).toEqual([]);
   });
 });
@@ -148,7 +148,7 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
       handlerName: 'default',
       windowEndAt: 0,
     };
-    await a.records.started(start, subscriptions(['t1'], [], null));
+    await a.records.writer.started(start, subscriptions(['t1'], [], null));
     const taken = await b.records.takeOver('nodeA-x', tokenDigest(token), 'default', tokenDigest('token-two'));
     expect(taken).toMatchObject({
       ok: true,
@@ -159,11 +159,11 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
       },
     });
 
-    await expect(a.records.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).resolves.toEqual(
+    await expect(a.records.writer.changed('nodeA-x', subscriptions(['t1', 't2'], [], null))).resolves.toEqual(
       movedTo('nodeB'),
     );
     // Forgotten: a later write for it is not even tried.
-    await expect(a.records.detached('nodeA-x', Date.now() + 1000)).resolves.toBeUndefined();
+    await expect(a.records.writer.detached('nodeA-x', Date.now() + 1000)).resolves.toBeUndefined();
     const fields = await a.link.command.hgetall(names.session('ann', 'nodeA-x'));
     expect(fields).toMatchObject({ n: 'nodeB', w: '0', 't:t1': '[0,null]' });
     expect(fields['t:t2']).toBeUndefined();
@@ -181,9 +181,9 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
       handlerName: 'default',
       windowEndAt: 0,
     };
-    await a.records.started(start, subscriptions([], [], null));
+    await a.records.writer.started(start, subscriptions([], [], null));
     await a.link.command.del(names.session('ann', 'nodeA-y'));
-    await a.records.changed('nodeA-y', subscriptions(['t1'], [], null));
+    await a.records.writer.changed('nodeA-y', subscriptions(['t1'], [], null));
     expect(await a.link.command.exists(names.session('ann', 'nodeA-y'))).toBe(0);
   });
 });
@@ -206,7 +206,7 @@ describe('SessionRecords on Redis: what a record holds', () => {
     const records = new SessionRecords(link, names, 'nodeA', 30_000, () => []);
     all.push(records);
     const answer = JSON.stringify({ user_id: 'ann', blob: 'x'.repeat(8 * 1024 - 40) });
-    await records.started(
+    await records.writer.started(
       {
         connectionId: 'nodeA-big',
         digest: tokenDigest('tb'),
@@ -264,7 +264,7 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
     const a = await nodeRecords(names, 'nodeA');
     const b = await nodeRecords(names, 'nodeB');
-    await a.records.started(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
+    await a.records.writer.started(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
     expect(await b.users.revoke('nodeA-r')).toEqual(heldBy('nodeA'));
     expect(await b.records.takeOver('nodeA-r', tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({
       ok: false,
@@ -275,8 +275,8 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     expect(await a.records.whereIs('nodeA-r')).toEqual(GONE);
     // Its holder writing it again (after a reconnection) brings nothing back.
     const ended: string[] = [];
-    a.records.onEnded((connectionId) => ended.push(connectionId));
-    await a.records.rewrite(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
+    a.records.writer.onEnded((connectionId) => ended.push(connectionId));
+    await a.records.writer.rewrite(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
     expect(ended).toEqual(['nodeA-r']);
     expect(await b.records.takeOver('nodeA-r', tokenDigest('tr'), 'default', tokenDigest('tr3'))).toEqual({
       ok: false,
@@ -289,10 +289,10 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
     const a = await nodeRecords(names, 'nodeA');
     const b = await nodeRecords(names, 'nodeB');
-    await a.records.started(startOf('nodeA-1', 'ann', 't1'), subscriptions([], [], null));
-    await b.records.started(startOf('nodeB-2', 'ann', 't2'), subscriptions([], [], null));
-    await b.records.started(startOf('nodeB-3', 'bob', 't3'), subscriptions([], [], null));
-    await a.records.started(startOf('nodeA-4', 'ann', 't4'), subscriptions([], [], null));
+    await a.records.writer.started(startOf('nodeA-1', 'ann', 't1'), subscriptions([], [], null));
+    await b.records.writer.started(startOf('nodeB-2', 'ann', 't2'), subscriptions([], [], null));
+    await b.records.writer.started(startOf('nodeB-3', 'bob', 't3'), subscriptions([], [], null));
+    await a.records.writer.started(startOf('nodeA-4', 'ann', 't4'), subscriptions([], [], null));
     await b.records.orphan('nodeA'); // nodeA "dead" (no liveness key): its sessions are held by no node
 
     const held = await b.users.revokeUser('ann');

@@ -257,21 +257,21 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
       const b = new SessionRecords(link, names, 'nodeB', 60_000, () => []);
       const short = new SessionRecords(link, names, 'nodeC', 50, () => []); // a 50 ms window
       try {
-        await a.started(startOf('nodeA-1', 'ann', 'D1'), subscriptionsOf(['t1']));
-        await a.changed('nodeA-1', subscriptionsOf(['t1', 't2']));
+        await a.writer.started(startOf('nodeA-1', 'ann', 'D1'), subscriptionsOf(['t1']));
+        await a.writer.changed('nodeA-1', subscriptionsOf(['t1', 't2']));
         expect(Object.keys(await redis.hgetall(names.session('ann', 'nodeA-1')))).toEqual(
           expect.arrayContaining(['d', 'n', 't:t1', 't:t2']),
         );
         const taken = await b.takeOver('nodeA-1', 'D1', 'default', 'D2');
         expect(taken).toMatchObject({ ok: true, record: { previousHolder: 'nodeA', userId: 'ann' } });
-        if (taken.ok) b.adopted(taken.record);
+        if (taken.ok) b.writer.adopted(taken.record);
         expect(await b.ended('nodeA-1', 'ann')).toBe(true);
         expect(await b.takeOver('nodeA-1', 'D2', 'default', 'D3')).toEqual({ ok: false, result: 'expired' });
 
         // Orphans: a node's sessions held by no node, a /v1 command written into one, one ended by a
         // disconnect and one by its window's end.
-        await short.started(startOf('nodeC-2', 'bob', 'D4'), subscriptionsOf([]));
-        await short.started(startOf('nodeC-3', 'cat', 'D5'), subscriptionsOf([]));
+        await short.writer.started(startOf('nodeC-2', 'bob', 'D4'), subscriptionsOf([]));
+        await short.writer.started(startOf('nodeC-3', 'cat', 'D5'), subscriptionsOf([]));
         await a.orphan('nodeC');
         expect(await a.whereIs('nodeC-3')).toEqual(ORPHANED);
         expect(await a.editOrphan('nodeC-3', { op: 'set', field: 'l:ns', value: '1' })).toEqual(ORPHANED);
@@ -295,9 +295,9 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
       const d = new SessionRecords(link, names, 'nodeD', 60_000, () => []);
       const users = new RedisUserSessions(link, names);
       try {
-        await a.started(startOf('nodeA-4', 'dan', 'D6'), subscriptionsOf([]));
-        await a.started(startOf('nodeA-5', 'dan', 'D7'), subscriptionsOf([]));
-        await d.started(startOf('nodeD-6', 'eve', 'D8'), subscriptionsOf([], [])); // watching users
+        await a.writer.started(startOf('nodeA-4', 'dan', 'D6'), subscriptionsOf([]));
+        await a.writer.started(startOf('nodeA-5', 'dan', 'D7'), subscriptionsOf([]));
+        await d.writer.started(startOf('nodeD-6', 'eve', 'D8'), subscriptionsOf([], [])); // watching users
         d.stop();
         await a.orphan('nodeD');
         await users.watchForOrphans('eve', ['bob']);
