@@ -14,6 +14,7 @@ import {
   IsPath,
   IsPort,
   IsRedisPrefix,
+  IsRedisShards,
   IsRedisUrl,
   IsWholeNumber,
 } from './validators';
@@ -55,6 +56,8 @@ export class EnvDto {
   @Expose() @IsDuration() PING_INTERVAL: string = '10s';
   @Expose() @IsDuration(true) SHUTDOWN_GRACE: string = '10s';
   @Expose() @IsOptional() @IsRedisUrl() REDIS_URL?: string;
+  /** SPEC §13.4: the partitions' Redis instances; REDIS_URL keeps the control keys and channels. */
+  @Expose() @IsOptional() @IsRedisShards() REDIS_SHARDS?: string;
   @Expose() @IsRedisPrefix() REDIS_PREFIX: string = 'gateway:';
   @Expose() @IsDuration() LATTICE_RETENTION: string = '24h';
   /** SPEC §13.1: replicas that must confirm a history publish, lattice update or session record; 0 = none asked. */

@@ -27,6 +27,8 @@ export abstract class GatewayConfig {
   abstract readonly shutdownGraceMs: number;
   /** REDIS_URL (`redis://`, `rediss://` or a Sentinel URL, config/redis-url.ts); null = single node. */
   abstract readonly redisUrl: string | null;
+  /** REDIS_SHARDS (SPEC §13.4): the partitions' Redis URLs in order; empty = every partition on REDIS_URL. */
+  abstract readonly redisShards: readonly string[];
   /** REDIS_PREFIX: of every Redis key and channel (SPEC §11). */
   abstract readonly redisPrefix: string;
   /** LATTICE_RETENTION: how long Redis keeps a namespace nobody subscribes to after its last update. */

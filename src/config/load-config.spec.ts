@@ -524,6 +524,43 @@ describe(loadConfig.name, () => {
     });
   });
 
+  describe('REDIS_SHARDS (SPEC §13.4)', () => {
+    const control = 'redis://control.test:6379';
+
+    it('reads the shards in order, whitespace-separated; unset: none', () => {
+      const shards = 'redis://a.test:6379  rediss://:pw@b.test:6380\n redis+sentinel://s1.test:26379/c';
+      expect(loadConfig({ ...BASE, REDIS_URL: control, REDIS_SHARDS: shards }).redisShards).toEqual([
+        'redis://a.test:6379',
+        'rediss://:pw@b.test:6380',
+        'redis+sentinel://s1.test:26379/c',
+      ]);
+      expect(loadConfig({ ...BASE, REDIS_URL: control }).redisShards).toEqual([]);
+    });
+
+    it('names the bad shard by position, never its secrets', () => {
+      const problems = problemsOf({
+        ...BASE,
+        REDIS_URL: control,
+        REDIS_SHARDS: 'redis://a.test mysql://u:hunter2@b.test',
+      });
+      expect(problems).toHaveLength(1);
+      expect(problems[0]).toMatch(/^REDIS_SHARDS: shard 2: /);
+      expect(problems.join()).not.toContain('hunter2');
+    });
+
+    it('refuses an empty list, one Redis named twice, and shards without REDIS_URL', () => {
+      expect(problemsOf({ ...BASE, REDIS_URL: control, REDIS_SHARDS: ' ' })).toEqual([
+        'REDIS_SHARDS: lists no Redis URL (unset it to keep everything on REDIS_URL)',
+      ]);
+      expect(problemsOf({ ...BASE, REDIS_URL: control, REDIS_SHARDS: 'redis://a.test redis://a.test' })).toEqual([
+        'REDIS_SHARDS: names one Redis twice',
+      ]);
+      expect(problemsOf({ ...BASE, REDIS_SHARDS: 'redis://a.test' })).toEqual([
+        'REDIS_SHARDS: needs REDIS_URL (the control instance: node registry, liveness, node channels)',
+      ]);
+    });
+  });
+
   describe('durations, sizes and booleans', () => {
     it.each([
       ['30s', 30_000],

@@ -138,6 +138,9 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
       `TOPIC_HISTORY_TTL: ${JSON.stringify(env.TOPIC_HISTORY_TTL)} is shorter than RESUME_WINDOW (${JSON.stringify(env.RESUME_WINDOW)})`,
     );
   }
+  if (env.REDIS_SHARDS !== undefined && env.REDIS_URL === undefined) {
+    problems.push('REDIS_SHARDS: needs REDIS_URL (the control instance: node registry, liveness, node channels)');
+  }
   const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every(
     (text) => checkDuration()(text) === null,
   );
@@ -286,6 +289,7 @@ function buildConfig(env: EnvDto, file: FileRoutes | undefined): Omit<GatewayCon
     pingIntervalMs: ms(env.PING_INTERVAL),
     shutdownGraceMs: ms(env.SHUTDOWN_GRACE),
     redisUrl: env.REDIS_URL ?? null,
+    redisShards: env.REDIS_SHARDS === undefined ? [] : env.REDIS_SHARDS.split(/\s+/).filter((url) => url !== ''),
     redisPrefix: env.REDIS_PREFIX,
     latticeRetentionMs: ms(env.LATTICE_RETENTION),
     redisWait: { replicas: whole(env.REDIS_WAIT_REPLICAS), timeoutMs: ms(env.REDIS_WAIT_TIMEOUT) },

@@ -173,6 +173,19 @@ export const checkHttpUrl: Check = (value) => {
 export const checkRedisUrl: Check = (value) =>
   typeof value === 'string' ? parseRedisUrl(value).problem : 'must be a string';
 
+/** SPEC §13.4: whitespace-separated Redis URLs (no Redis Cluster), each as REDIS_URL; the first bad one is named by position. */
+export const checkRedisShards: Check = (value) => {
+  if (typeof value !== 'string') return 'must be a string';
+  const urls = value.split(/\s+/).filter((url) => url !== '');
+  if (urls.length === 0) return 'lists no Redis URL (unset it to keep everything on REDIS_URL)';
+  for (const [i, url] of urls.entries()) {
+    const problem = parseRedisUrl(url).problem;
+    if (problem !== null) return `shard ${i + 1}: ${problem}`;
+  }
+  if (new Set(urls).size < urls.length) return 'names one Redis twice';
+  return null;
+};
+
 /** Each entry must be an exact origin (`https://host[:port]`), as browsers send it, or `*` (any). */
 export const checkOriginList: Check = (value) => {
   const entries = typeof value === 'string' ? splitList(value) : [];
@@ -228,6 +241,8 @@ export const IsPath = (): PropertyDecorator => Satisfies(checkPath);
 export const IsHttpUrl = (): PropertyDecorator => Satisfies(checkHttpUrl);
 /** `@IsRedisUrl()`: `redis://`, `rediss://` or a Sentinel URL (`redis+sentinel://`, `rediss+sentinel://`). */
 export const IsRedisUrl = (): PropertyDecorator => Satisfies(checkRedisUrl);
+/** `@IsRedisShards()`: SPEC §13.4's REDIS_SHARDS. */
+export const IsRedisShards = (): PropertyDecorator => Satisfies(checkRedisShards);
 /** `@IsOriginList()`: comma list of exact origins. */
 export const IsOriginList = (): PropertyDecorator => Satisfies(checkOriginList);
 
@@ -263,7 +278,8 @@ function allowedKeys(target: object | undefined): string[] {
 /** A value as it may appear in a problem line: quoted, or `<redacted>` for secrets. */
 function shown(path: string, value: unknown): string {
   const text = JSON.stringify(value) ?? String(value);
-  if (path === 'REDIS_URL' || SECRET_KEY.test(path) || URL_WITH_CREDENTIALS.test(text)) return '<redacted>';
+  if (path === 'REDIS_URL' || path === 'REDIS_SHARDS' || SECRET_KEY.test(path) || URL_WITH_CREDENTIALS.test(text))
+    return '<redacted>';
   return text.length > 80 ? `${text.slice(0, 77)}...` : text;
 }
 
