@@ -26,6 +26,7 @@ const PURE_FILES = [
   'src/gateway/handshake.ts',
   'src/cluster/broker.ts',
   'src/cluster/channels.ts',
+  'src/cluster/partition-tags.ts',
   'src/lattice/lattice-entry.ts',
   'client/src/**/*.ts',
 ];

@@ -3,7 +3,8 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { untilMetric } from './harness/metrics';
 import { resumeProtocols } from './harness/resume';
-import { SdkClients, TcpProxy, WireLog, collectMessages, nextEvent } from './harness/sdk-client';
+import { SdkClients, WireLog, collectMessages, nextEvent } from './harness/sdk-client';
+import { TcpProxy } from './harness/tcp-proxy';
 import { PROTOCOL } from './harness/ws-client';
 import { expectPut, expectPublish } from './harness/v1';
 
@@ -20,6 +21,8 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
   const sdk = new SdkClients();
   let t: TestGateway;
   let proxy: TcpProxy;
+  /** Where the proxy sends the next connections. */
+  let targetPort = 0;
   const stops: Array<() => Promise<unknown>> = [];
 
   afterEach(async () => {
@@ -31,7 +34,8 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
   async function start(env: Record<string, string> = {}): Promise<void> {
     t = await startTestGateway(env);
     stops.push(() => t.close());
-    proxy = await TcpProxy.start(t.gateway.publicAddress.port);
+    targetPort = t.gateway.publicAddress.port;
+    proxy = await TcpProxy.start(() => [targetPort]);
   }
 
   function authRequests(gateway = t): number {
@@ -215,7 +219,7 @@ describe('client SDK: resumable sessions (SPEC §12.7, one node)', () => {
     // A backoff delay would be 30 s here (half of 60 s); 1012 waits the jitter alone: half of 1 s.
     const { client } = await connected('alice', { backoff: { baseMs: 60_000, capMs: 60_000 }, random: () => 0.5 });
     const events = sessionEvents(client);
-    proxy.targetPort = next.gateway.publicAddress.port;
+    targetPort = next.gateway.publicAddress.port;
     const disconnect = nextEvent(client, 'disconnect');
     const reconnected = nextEvent(client, 'reconnected', 5000);
     stops.splice(0, 1); // the first gateway: drained here

@@ -1,11 +1,14 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
-import { pollPause, RedisProcess, redisCommand, redisInfo, redisRole, untilTrue } from './redis-process';
 import { freePort } from './ports';
+import { RedisServer, redisCommand, redisInfo, redisRole } from './redis-server';
+import { waitFor } from './wait';
 
 const HOST = '127.0.0.1';
 const SENTINEL_COUNT = 3;
+/** Pause between two looks at the processes in a bounded wait. */
+const POLL_MS = 20;
 const QUORUM = 2;
 
 /** Timings of the sentinels: low, so that a failover completes in a few seconds. */
@@ -37,18 +40,19 @@ export interface Promotion {
  * primary as an ACL user of their own, so a test can cut the replica off (the
  * primary turns that user off and drops the replica: it then misses writes)
  * and restore it; a sentinel re-pointing the replica cannot undo that (a
- * proxy on the replication link could be, within its 10 s INFO period). Start-up waits until the replica's sync is online and every
- * sentinel knows the replica and the two other sentinels: a sentinel promotes
- * a replica that never synced, and elects no leader alone. Files (the
- * sentinels' config, a replica's sync RDB) stay in a temporary folder, removed
- * by `close()`; no node loads a snapshot when it restarts.
+ * proxy on the replication link could be, within its 10 s INFO period).
+ * Start-up waits until the replica's sync is online and every sentinel
+ * knows the replica and the two other sentinels: a sentinel promotes a
+ * replica that never synced, and elects no leader alone. The sentinels'
+ * config stays in a temporary folder, removed by `close()`; each data node has
+ * its own (a replica's sync RDB), and none loads a snapshot when it restarts.
  */
 export class RedisSentinel {
   /** Port → process of the data nodes (the primary and the replica, whichever role each has now). */
-  private readonly data = new Map<number, RedisProcess>();
-  private readonly sentinels: RedisProcess[] = [];
-  private killed: RedisProcess | null = null;
-  private paused: RedisProcess | null = null;
+  private readonly data = new Map<number, RedisServer>();
+  private readonly sentinels: RedisServer[] = [];
+  private killed: RedisServer | null = null;
+  private paused: RedisServer | null = null;
 
   private constructor(
     readonly masterName: string,
@@ -62,14 +66,12 @@ export class RedisSentinel {
     const timings = { downAfterMs: options.downAfterMs ?? 1000, failoverTimeoutMs: options.failoverTimeoutMs ?? 3000 };
     const dir = mkdtempSync(path.join(tmpdir(), 'gateway-sentinel-'));
     const dataArgs = [...DATA_ARGS, ...(options.dataArgs ?? [])];
-    const primary = await dataNode(dir, dataArgs);
+    const primary = await RedisServer.start(dataArgs);
     const set = new RedisSentinel(options.masterName ?? 'gwmaster', dir, primary.port);
     try {
       set.data.set(primary.port, primary);
-      await primary.start();
-      const replica = await dataNode(dir, [...dataArgs, '--replicaof', HOST, String(primary.port)]);
+      const replica = await RedisServer.start([...dataArgs, '--replicaof', HOST, String(primary.port)]);
       set.data.set(replica.port, replica);
-      await replica.start();
       await set.untilReplicaOnline(10_000);
       for (let i = 0; i < SENTINEL_COUNT; i++) set.sentinels.push(await set.startSentinel(i, timings));
       await set.untilSentinelsReady(20_000);
@@ -111,7 +113,7 @@ export class RedisSentinel {
    */
   async restartKilled(ms = 20_000): Promise<void> {
     if (this.killed === null) throw new Error('no killed node to restart');
-    await this.killed.start();
+    await this.killed.restart();
     this.killed = null;
     await this.untilReplicaOnline(ms);
     await this.untilSentinelsReady(ms);
@@ -154,28 +156,22 @@ export class RedisSentinel {
    * sentinels said.
    */
   async awaitPromotion(formerPort: number, ms = 30_000): Promise<Promotion> {
-    const deadline = Date.now() + ms;
     let promotedAt: number | null = null;
     let answers: Array<number | null> = [];
-    for (;;) {
-      answers = await Promise.all(this.sentinels.map((s) => masterPortOf(s.port, this.masterName)));
-      if (promotedAt === null && answers.some((port) => port !== null && port !== formerPort)) promotedAt = Date.now();
-      const port = answers[0];
-      if (
-        port !== null &&
-        port !== formerPort &&
-        answers.every((p) => p === port) &&
-        (await redisRole(port)) === 'master'
-      ) {
-        this.primaryPort = port;
-        return { port, promotedAt: promotedAt ?? Date.now() };
-      }
-      if (Date.now() > deadline)
-        throw new Error(
-          `timed out after ${ms} ms waiting for the sentinels to promote a new primary (former ${formerPort}); they name ${JSON.stringify(answers)}`,
-        );
-      await pollPause(50);
-    }
+    const port = await waitFor(
+      async () => {
+        answers = await Promise.all(this.sentinels.map((s) => masterPortOf(s.port, this.masterName)));
+        if (promotedAt === null && answers.some((p) => p !== null && p !== formerPort)) promotedAt = Date.now();
+        const named = answers[0];
+        const isAgreed = named !== null && named !== formerPort && answers.every((p) => p === named);
+        return isAgreed && (await redisRole(named)) === 'master' ? named : undefined;
+      },
+      () => `the sentinels to promote a new primary (former ${formerPort}); they name ${JSON.stringify(answers)}`,
+      ms,
+      50,
+    );
+    this.primaryPort = port;
+    return { port, promotedAt: promotedAt ?? Date.now() };
   }
 
   /** Resolves once the replica has applied every write the primary had when this was called. */
@@ -183,10 +179,11 @@ export class RedisSentinel {
     const target = replicationOffset(await redisInfo(this.primaryPort, 'replication'), 'master_repl_offset');
     if (target < 0) throw new Error(`the primary on ${this.primaryPort} reports no replication offset`);
     const replica = this.replicaPort();
-    await untilTrue(
+    await waitFor(
       async () => replicationOffset(await redisInfo(replica, 'replication'), 'slave_repl_offset') >= target,
       `the replica on ${replica} to reach offset ${target}`,
       ms,
+      POLL_MS,
     );
   }
 
@@ -200,10 +197,11 @@ export class RedisSentinel {
     await redisCommand(this.primaryPort, ['ACL', 'SETUSER', REPLICATION_USER, 'off']);
     await redisCommand(this.primaryPort, ['CLIENT', 'KILL', 'TYPE', 'replica']);
     const replica = this.replicaPort();
-    await untilTrue(
+    await waitFor(
       async () => /master_link_status:down/.test(await redisInfo(replica, 'replication')),
       `the replica on ${replica} to report its link down`,
       ms,
+      POLL_MS,
     );
   }
 
@@ -227,7 +225,7 @@ export class RedisSentinel {
 
   private async untilReplicaOnline(ms: number): Promise<void> {
     const replica = this.replicaPort();
-    await untilTrue(
+    await waitFor(
       async () => {
         const [own, primary] = await Promise.all([
           redisInfo(replica, 'replication'),
@@ -240,10 +238,11 @@ export class RedisSentinel {
       },
       `the replica on ${replica} to be in sync with the primary on ${this.primaryPort}`,
       ms,
+      POLL_MS,
     );
   }
 
-  private async startSentinel(index: number, timings: SentinelTimings): Promise<RedisProcess> {
+  private async startSentinel(index: number, timings: SentinelTimings): Promise<RedisServer> {
     const port = await freePort();
     const conf = path.join(this.dir, `sentinel-${index}.conf`);
     const name = this.masterName;
@@ -260,54 +259,31 @@ export class RedisSentinel {
         '',
       ].join('\n'),
     );
-    const sentinel = new RedisProcess(port, [conf, '--sentinel']);
-    await sentinel.start();
-    return sentinel;
+    return RedisServer.startWithArgs(port, [conf, '--sentinel']);
   }
 
   private async untilSentinelsReady(ms: number): Promise<void> {
-    await untilTrue(
+    await waitFor(
       async () => {
         const views = await Promise.all(this.sentinels.map((s) => sentinelView(s.port, this.masterName)));
         return views.every((v) => v.otherSentinels === SENTINEL_COUNT - 1 && v.replicas === 1);
       },
       'every sentinel to know the replica (up, in sync) and the other sentinels',
       ms,
+      POLL_MS,
     );
   }
 }
 
-/** No snapshots and replicas that load a sync from the socket: a restarted node comes back empty. */
 /** The ACL user replicas authenticate as (every data node has it, so roles may swap); cutReplica turns it off. */
 const REPLICATION_USER = 'replication';
 const REPLICATION_SECRET = 'replication-secret';
+/** Replicas that load a sync from the socket (a restarted node comes back empty), and the replication user. */
 const DATA_ARGS = [
-  ...[
-    '--bind',
-    HOST,
-    '--save',
-    '',
-    '--appendonly',
-    'no',
-    '--repl-diskless-load',
-    'swapdb',
-    '--maxmemory-policy',
-    'noeviction',
-  ],
+  ...['--repl-diskless-load', 'swapdb'],
   ...['--user', REPLICATION_USER, 'on', `>${REPLICATION_SECRET}`, '~*', '&*', '+@all'],
   ...['--masteruser', REPLICATION_USER, '--masterauth', REPLICATION_SECRET],
 ];
-
-/**
- * A primary or replica on a free port, with a folder of its own: a replica's
- * full sync writes an RDB file there, which a restarted primary must not load.
- */
-async function dataNode(dir: string, args: readonly string[]): Promise<RedisProcess> {
-  const port = await freePort();
-  const own = path.join(dir, `node-${port}`);
-  mkdirSync(own);
-  return new RedisProcess(port, [...args, '--dir', own]);
-}
 
 function replicationOffset(info: string, field: string): number {
   const match = new RegExp(`^${field}:(\\d+)`, 'm').exec(info);

@@ -1,5 +1,4 @@
 /** Bounded, event-based waits on the client SDK (client/src), for e2e specs (STYLE B10). */
-import * as net from 'node:net';
 import WebSocket from 'ws';
 import { GatewayClient, type ClientEvents, type ClientOptions, type WebSocketConstructor } from '../../../client/src';
 import { within } from './wait';
@@ -116,73 +115,5 @@ export class WireLog {
     const hello = this.sockets[n]?.frames[0] as [string, Record<string, unknown>, unknown] | undefined;
     if (hello?.[0] !== 'hello') throw new Error(`socket ${n} got no hello: ${JSON.stringify(this.sockets[n])}`);
     return hello;
-  }
-}
-
-/**
- * A TCP proxy between SDK clients and a gateway, to cut connections the way a
- * network does: `block()` destroys every connection (no close frame, as a
- * lost network) and refuses new ones until `unblock()`; `targetPort` may be
- * switched to another gateway for the next connections.
- */
-export class TcpProxy {
-  private readonly pairs = new Set<readonly [net.Socket, net.Socket]>();
-  private isBlocked = false;
-
-  private constructor(
-    private readonly server: net.Server,
-    public targetPort: number,
-  ) {
-    server.on('connection', (client) => this.accept(client));
-  }
-
-  static async start(targetPort: number): Promise<TcpProxy> {
-    const server = net.createServer();
-    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-    return new TcpProxy(server, targetPort);
-  }
-
-  get port(): number {
-    return (this.server.address() as net.AddressInfo).port;
-  }
-
-  /** How many client connections are proxied now. */
-  get connections(): number {
-    return this.pairs.size;
-  }
-
-  /** Cut every connection now, both ways, and refuse new ones until `unblock()`. */
-  block(): void {
-    this.isBlocked = true;
-    for (const [client, upstream] of this.pairs) {
-      client.destroy();
-      upstream.destroy();
-    }
-    this.pairs.clear();
-  }
-
-  unblock(): void {
-    this.isBlocked = false;
-  }
-
-  async close(): Promise<void> {
-    this.block();
-    await new Promise<void>((resolve) => this.server.close(() => resolve()));
-  }
-
-  private accept(client: net.Socket): void {
-    if (this.isBlocked) return void client.destroy();
-    const upstream = net.connect(this.targetPort, '127.0.0.1');
-    const pair = [client, upstream] as const;
-    this.pairs.add(pair);
-    const end = (): void => {
-      this.pairs.delete(pair);
-      client.destroy();
-      upstream.destroy();
-    };
-    client.on('error', end).on('close', end);
-    upstream.on('error', end).on('close', end);
-    client.pipe(upstream);
-    upstream.pipe(client);
   }
 }

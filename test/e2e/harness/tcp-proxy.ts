@@ -1,13 +1,16 @@
 import * as net from 'node:net';
 
 /**
- * A tiny TCP load balancer on 127.0.0.1: each accepted connection goes to the
- * first port of `targets()` that accepts it (a refused one is skipped), and
- * bytes are piped both ways until either side closes. A client behind it
- * reconnects to another node when its node stops, as behind a real one.
+ * A tiny TCP proxy on 127.0.0.1 (the only one of the harness), to cut
+ * connections the way a network does and to stand in for a load balancer.
+ * Each accepted connection goes to the first port of `targets()` that accepts
+ * it (a refused one is skipped; none: the connection is closed), and bytes
+ * are piped both ways until either side closes. A client behind it reconnects
+ * to another node when its node stops, as behind a real balancer.
  */
 export class TcpProxy {
   port = 0;
+  private isBlocked = false;
   private readonly sockets = new Set<net.Socket>();
   /** Connected upstream sockets and the port each goes to. */
   private readonly upstreams = new Map<net.Socket, number>();
@@ -15,11 +18,43 @@ export class TcpProxy {
 
   private constructor(private readonly targets: () => number[]) {}
 
-  static async start(targets: () => number[]): Promise<TcpProxy> {
-    const proxy = new TcpProxy(targets);
+  /** Listen on a free port; `targets`: one port, or the ports to try in order, read per connection. */
+  static async start(targets: number | (() => number[])): Promise<TcpProxy> {
+    const proxy = new TcpProxy(typeof targets === 'number' ? () => [targets] : targets);
     await new Promise<void>((resolve) => proxy.server.listen(0, '127.0.0.1', resolve));
     proxy.port = (proxy.server.address() as net.AddressInfo).port;
     return proxy;
+  }
+
+  /** How many connections through the proxy go to `port` now. */
+  connectionsTo(port: number): number {
+    return [...this.upstreams.values()].filter((p) => p === port).length;
+  }
+
+  /**
+   * Cut every connection through it now, both ways and without a goodbye, as
+   * a network loss does (the proxy keeps listening; `targets()` decides where
+   * new connections go).
+   */
+  cutAll(): void {
+    for (const socket of this.sockets) socket.destroy();
+  }
+
+  /** {@link cutAll}, and refuse new connections until {@link unblock}. */
+  block(): void {
+    this.isBlocked = true;
+    this.cutAll();
+  }
+
+  unblock(): void {
+    this.isBlocked = false;
+  }
+
+  /** Stop listening and cut every connection through it. */
+  async close(): Promise<void> {
+    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
+    this.cutAll();
+    await closed;
   }
 
   private track(socket: net.Socket): void {
@@ -28,6 +63,7 @@ export class TcpProxy {
   }
 
   private accept(client: net.Socket): void {
+    if (this.isBlocked) return void client.destroy();
     this.track(client);
     client.pause();
     client.on('error', () => client.destroy());
@@ -53,26 +89,5 @@ export class TcpProxy {
       });
     };
     attempt(0);
-  }
-
-  /** How many connections through the proxy go to `port` now. */
-  connectionsTo(port: number): number {
-    return [...this.upstreams.values()].filter((p) => p === port).length;
-  }
-
-  /**
-   * Cut every connection through it now, as a network loss between the two
-   * sides does (the proxy keeps listening; `targets()` decides whether new
-   * connections get through).
-   */
-  cutAll(): void {
-    for (const socket of this.sockets) socket.destroy();
-  }
-
-  /** Stop listening and cut every connection through it. */
-  async close(): Promise<void> {
-    const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
-    for (const socket of this.sockets) socket.destroy();
-    await closed;
   }
 }

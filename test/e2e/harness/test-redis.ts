@@ -1,6 +1,6 @@
-import { ChildProcess, spawn, spawnSync } from 'node:child_process';
+import { spawnSync } from 'node:child_process';
 import * as net from 'node:net';
-import { freePort } from './redis-server';
+import { RedisServer } from './redis-server';
 
 /** Where the cluster specs look for Redis unless TEST_REDIS_URL says otherwise. */
 export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -20,43 +20,23 @@ export async function ensureTestRedis(): Promise<void> {
       `npm test needs Redis: none answers at ${url.host} and redis-server is not installed (Debian: apt-get install redis-server; or set TEST_REDIS_URL)`,
     );
   }
-  const port = await freePort();
-  const child = spawn(
-    'redis-server',
-    [
-      '--port',
-      String(port),
-      '--bind',
-      '127.0.0.1',
-      '--save',
-      '',
-      '--appendonly',
-      'no',
-      '--maxmemory-policy',
-      'noeviction',
-    ],
-    { stdio: 'ignore' },
-  );
-  for (let i = 0; i < 250 && child.exitCode === null; i++) {
-    if (await answersPing('127.0.0.1', port)) {
-      process.env.TEST_REDIS_URL = `redis://127.0.0.1:${port}`;
-      // Jest keeps globalThis from globalSetup to globalTeardown (each project has its own hooks).
-      started().push(child);
-      return;
-    }
-    await new Promise((resolve) => setTimeout(resolve, 20));
-  }
-  child.kill('SIGKILL');
-  throw new Error(`npm test: a private redis-server on port ${port} did not answer within 5 s`);
+  const server = await RedisServer.start();
+  process.env.TEST_REDIS_URL = server.url;
+  // Jest keeps globalThis from globalSetup to globalTeardown (each project has its own hooks).
+  started().push(server);
 }
 
 /** Stop every redis-server {@link ensureTestRedis} started in this run (globalTeardown). */
-export function stopTestRedis(): void {
-  for (const child of started().splice(0)) child.kill('SIGKILL');
+export async function stopTestRedis(): Promise<void> {
+  await Promise.all(
+    started()
+      .splice(0)
+      .map((server) => server.kill()),
+  );
 }
 
-function started(): ChildProcess[] {
-  const holder = globalThis as { gatewayTestRedis?: ChildProcess[] };
+function started(): RedisServer[] {
+  const holder = globalThis as { gatewayTestRedis?: RedisServer[] };
   return (holder.gatewayTestRedis ??= []);
 }
 
