@@ -1,3 +1,4 @@
+import { partitionTag } from './partition-tags';
 import {
   ClusterNames,
   PARTITIONS,
@@ -38,11 +39,11 @@ describe(ClusterNames.name, () => {
   const sut = new ClusterNames('acme:');
 
   it('puts the partition hash tag in channel and key names, under the prefix', () => {
-    expect(sut.channel('t', 'room/1')).toBe('acme:t:{90}:room/1');
-    expect(sut.lattice('room/1')).toBe('acme:lat:{90}:room/1');
+    expect(sut.channel('t', 'room/1')).toBe('acme:t:{90-bb}:room/1');
+    expect(sut.lattice('room/1')).toBe('acme:lat:{90-bb}:room/1');
     expect(sut.user('room/1')).toBe(sut.channel('u', 'room/1').replace(':t:', ':u:'));
     // A user's resumable sessions sit in the user's partition, beside its presence hash.
-    expect(sut.userSessions('room/1')).toBe('acme:ru:{90}:room/1');
+    expect(sut.userSessions('room/1')).toBe('acme:ru:{90-bb}:room/1');
     // The control keys and channels carry no tag (SPEC §13.3).
     expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.reaper('n1')]).toEqual([
       'acme:n:n1',
@@ -55,6 +56,7 @@ describe(ClusterNames.name, () => {
 
   it("puts everything of a user's sessions and presence in the user's partition (SPEC §13.3)", () => {
     const p = partitionOf('ann');
+    const tag = partitionTag(p);
     expect([
       sut.user('ann'),
       sut.userSessions('ann'),
@@ -67,20 +69,23 @@ describe(ClusterNames.name, () => {
       sut.orphanSessions(p),
       sut.endedTokens(p),
     ]).toEqual([
-      `acme:u:{${p}}:ann`,
-      `acme:ru:{${p}}:ann`,
-      `acme:rs:{${p}}:n1-c`,
-      `acme:rt:{${p}}:D`,
-      `acme:nu:{${p}}:n1`,
-      `acme:rn:{${p}}:n1`,
-      `acme:dl:{${p}}`,
-      `acme:sv:{${p}}`,
-      `acme:ro:{${p}}`,
-      `acme:re:{${p}}`,
+      `acme:u:{${tag}}:ann`,
+      `acme:ru:{${tag}}:ann`,
+      `acme:rs:{${tag}}:n1-c`,
+      `acme:rt:{${tag}}:D`,
+      `acme:nu:{${tag}}:n1`,
+      `acme:rn:{${tag}}:n1`,
+      `acme:dl:{${tag}}`,
+      `acme:sv:{${tag}}`,
+      `acme:ro:{${tag}}`,
+      `acme:re:{${tag}}`,
     ]);
     // Keys named by a connection id alone sit in its partition.
     const c = partitionOf('n1-c');
-    expect([sut.sessionUser('n1-c'), sut.resumeRate('n1-c')]).toEqual([`acme:ri:{${c}}:n1-c`, `acme:rr:{${c}}:n1-c`]);
+    expect([sut.sessionUser('n1-c'), sut.resumeRate('n1-c')]).toEqual([
+      `acme:ri:{${partitionTag(c)}}:n1-c`,
+      `acme:rr:{${partitionTag(c)}}:n1-c`,
+    ]);
   });
 
   it('round-trips a session member', () => {

@@ -2,12 +2,18 @@
  * Redis key and channel names, partitions and the envelopes that cross nodes
  * (SPEC §11, CLUSTER.md "Channels and keys"). Pure: no I/O, no Nest.
  */
+import { TAGGED_PARTITIONS, partitionTag } from './partition-tags';
 
-/** Fixed partition count: the `{p}` hash tag lets Redis Cluster shard by it later without a rename. */
-export const PARTITIONS = 128;
+/** Fixed partition count: each partition's hash tag (partition-tags.ts) lets Redis Cluster shard by it. */
+export const PARTITIONS = TAGGED_PARTITIONS;
 
 /** What a data channel carries: topic messages, lattice namespace updates, user status changes. */
 export type ChannelKind = 't' | 'l' | 'u';
+
+/** The `{tag}` of the partition of `name` (partition-tags.ts: tags spread evenly over a Redis Cluster's slots). */
+function tagOf(name: string): string {
+  return partitionTag(partitionOf(name));
+}
 
 /** Partition of a name: FNV-1a 32-bit of its UTF-16 code units, mod {@link PARTITIONS}. */
 export function partitionOf(name: string): number {
@@ -25,7 +31,7 @@ export class ClusterNames {
 
   /** `<prefix><kind>:{<p>}:<name>`: the channel of a topic, namespace or user. */
   channel(kind: ChannelKind, name: string): string {
-    return `${this.prefix}${kind}:{${partitionOf(name)}}:${name}`;
+    return `${this.prefix}${kind}:{${tagOf(name)}}:${name}`;
   }
 
   /** The node's own channel: commands for its connections, and acks of its requests. */
@@ -65,37 +71,37 @@ export class ClusterNames {
 
   /** Base of a namespace's lattice keys: `<base>:log`, `<base>:meta`, `<base>:snap`. */
   lattice(namespace: string): string {
-    return `${this.prefix}lat:{${partitionOf(namespace)}}:${namespace}`;
+    return `${this.prefix}lat:{${tagOf(namespace)}}:${namespace}`;
   }
 
   /** A topic's history stream (SPEC §12.4): entry ids `<offset>-0`, field `p` = the published JSON. */
   topicHistory(topic: string): string {
-    return `${this.prefix}th:{${partitionOf(topic)}}:${topic}`;
+    return `${this.prefix}th:{${tagOf(topic)}}:${topic}`;
   }
 
   /** A topic's position hash (SPEC §12.4): `o` = last offset, `e` = epoch of the history instance. */
   topicPosition(topic: string): string {
-    return `${this.prefix}tp:{${partitionOf(topic)}}:${topic}`;
+    return `${this.prefix}tp:{${tagOf(topic)}}:${topic}`;
   }
 
   /** Per-user presence hash: status, version, identity, per-node connection counts (the user's channel's name too). */
   user(userId: string): string {
-    return `${this.prefix}u:{${partitionOf(userId)}}:${userId}`;
+    return `${this.prefix}u:{${tagOf(userId)}}:${userId}`;
   }
 
   /** The users of partition `partition` with connections on a node. */
   nodeUsers(partition: number, nodeId: string): string {
-    return `${this.prefix}nu:{${partition}}:${nodeId}`;
+    return `${this.prefix}nu:{${partitionTag(partition)}}:${nodeId}`;
   }
 
   /** Sorted set of the partition's user keys → activity deadline (epoch ms). */
   deadlines(partition: number): string {
-    return `${this.prefix}dl:{${partition}}`;
+    return `${this.prefix}dl:{${partitionTag(partition)}}`;
   }
 
   /** The highest version of a user of the partition that went offline (activity/status-version.ts). */
   statusFloor(partition: number): string {
-    return `${this.prefix}sv:{${partition}}`;
+    return `${this.prefix}sv:{${partitionTag(partition)}}`;
   }
 
   /**
@@ -104,17 +110,17 @@ export class ClusterNames {
    * so that one script can take it over, end it or revoke it (SPEC §13.3).
    */
   session(userId: string, connectionId: string): string {
-    return `${this.prefix}rs:{${partitionOf(userId)}}:${connectionId}`;
+    return `${this.prefix}rs:{${tagOf(userId)}}:${connectionId}`;
   }
 
   /** Token digest → connection id of the session it resumes. */
   sessionToken(userId: string, digest: string): string {
-    return `${this.prefix}rt:{${partitionOf(userId)}}:${digest}`;
+    return `${this.prefix}rt:{${tagOf(userId)}}:${digest}`;
   }
 
   /** Digests of the partition's tokens whose session ended lately → until when a resume with one says `expired`. */
   endedTokens(partition: number): string {
-    return `${this.prefix}re:{${partition}}`;
+    return `${this.prefix}re:{${partitionTag(partition)}}`;
   }
 
   /**
@@ -123,12 +129,12 @@ export class ClusterNames {
    * finds the partition of its record (one read).
    */
   sessionUser(connectionId: string): string {
-    return `${this.prefix}ri:{${partitionOf(connectionId)}}:${connectionId}`;
+    return `${this.prefix}ri:{${tagOf(connectionId)}}:${connectionId}`;
   }
 
   /** The sessions of partition `partition` a node holds; members are {@link sessionMember}s. */
   nodeSessions(partition: number, nodeId: string): string {
-    return `${this.prefix}rn:{${partition}}:${nodeId}`;
+    return `${this.prefix}rn:{${partitionTag(partition)}}:${nodeId}`;
   }
 
   /**
@@ -138,17 +144,17 @@ export class ClusterNames {
    * instead of every orphan in the cluster (SPEC §12.2).
    */
   userSessions(userId: string): string {
-    return `${this.prefix}ru:{${partitionOf(userId)}}:${userId}`;
+    return `${this.prefix}ru:{${tagOf(userId)}}:${userId}`;
   }
 
   /** Sorted set of the partition's sessions held by no node (their node drained or died) → window end (epoch ms). */
   orphanSessions(partition: number): string {
-    return `${this.prefix}ro:{${partition}}`;
+    return `${this.prefix}ro:{${partitionTag(partition)}}`;
   }
 
   /** A session's resume count in the current 10 s window (SPEC §12.2): INCR, expiring with the window. */
   resumeRate(connectionId: string): string {
-    return `${this.prefix}rr:{${partitionOf(connectionId)}}:${connectionId}`;
+    return `${this.prefix}rr:{${tagOf(connectionId)}}:${connectionId}`;
   }
 }
 

@@ -1,3 +1,4 @@
+import { partitionTag } from '../cluster/partition-tags';
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ClusterNames, PARTITIONS, partitionOf, sessionMember } from '../cluster/channels';
@@ -68,19 +69,25 @@ describe(SessionRecords.name, () => {
     const [write] = pipelines;
     // The connection index, then the record: every key of the record in the user's partition (SPEC §13.3).
     const p = partitionOf('ann');
-    expect(write[0]).toEqual(['set', `p:ri:{${partitionOf('nodeA-x')}}:nodeA-x`, 'ann', 'PX', expect.any(Number)]);
+    expect(write[0]).toEqual([
+      'set',
+      `p:ri:{${partitionTag(partitionOf('nodeA-x'))}}:nodeA-x`,
+      'ann',
+      'PX',
+      expect.any(Number),
+    ]);
     expect(write[1][0]).toBe('gatewaySessionWriteStart');
     expect(write[1].slice(1, 5)).toEqual([
-      `p:rs:{${p}}:nodeA-x`,
-      `p:rt:{${p}}:D`,
-      `p:rn:{${p}}:nodeA`,
-      `p:ru:{${p}}:ann`,
+      `p:rs:{${partitionTag(p)}}:nodeA-x`,
+      `p:rt:{${partitionTag(p)}}:D`,
+      `p:rn:{${partitionTag(p)}}:nodeA`,
+      `p:ru:{${partitionTag(p)}}:ann`,
     ]);
     // [record, this node, window end, how many fields to set, field/value pairs, fields to delete]
     expect(write.slice(2)).toEqual([
       [
         'gatewaySessionWriteChange',
-        `p:rs:{${p}}:nodeA-x`,
+        `p:rs:{${partitionTag(p)}}:nodeA-x`,
         'nodeA',
         '',
         3,
@@ -96,11 +103,23 @@ describe(SessionRecords.name, () => {
 
     await records.writer.changed('nodeA-x', subscriptions(['c'], [], ['bob']));
     expect(pipelines[1]).toEqual([
-      ['gatewaySessionWriteChange', `p:rs:{${p}}:nodeA-x`, 'nodeA', '', 1, 'wu', '["bob"]', 't:a/b', 'l:ns'],
+      [
+        'gatewaySessionWriteChange',
+        `p:rs:{${partitionTag(p)}}:nodeA-x`,
+        'nodeA',
+        '',
+        1,
+        'wu',
+        '["bob"]',
+        't:a/b',
+        'l:ns',
+      ],
     ]);
 
     await records.writer.detached('nodeA-x', 1234);
-    expect(pipelines[2]).toEqual([['gatewaySessionWriteChange', `p:rs:{${p}}:nodeA-x`, 'nodeA', 1234, 0]]);
+    expect(pipelines[2]).toEqual([
+      ['gatewaySessionWriteChange', `p:rs:{${partitionTag(p)}}:nodeA-x`, 'nodeA', 1234, 0],
+    ]);
   });
 
   it('writes nothing for a session it no longer holds', async () => {
