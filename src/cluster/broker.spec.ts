@@ -6,6 +6,7 @@ import { ClusterNames } from './channels';
 import { NodeLiveness } from './node-liveness';
 import { RedisBroker } from './redis-broker';
 import { RedisLink } from './redis-link';
+import { RedisShards } from './redis-shards';
 import { movedTo } from './whereabouts';
 
 /** Redis of the test run: TEST_REDIS_URL, else 6379 (the jest globalSetup starts a private one when none answers). */
@@ -41,7 +42,7 @@ async function redisPair(probe?: {
       throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run the cluster specs`);
     await new NodeLiveness(link, names, nodeId).claim();
     metrics.push(new GatewayMetrics());
-    const broker = new RedisBroker(link, names, nodeId, metrics[metrics.length - 1]);
+    const broker = new RedisBroker(new RedisShards(link), names, nodeId, metrics[metrics.length - 1]);
     await broker.start(probe);
     links.push(link);
     brokers.push(broker);
@@ -281,7 +282,7 @@ describe('RedisBroker without a live owner', () => {
     try {
       expect(await link.open(3000)).toBe(true);
       await link.command.set(names.alive('nodeCut'), 'x', 'PX', 5000);
-      const sut = new RedisBroker(link, names, 'nodeA', new GatewayMetrics());
+      const sut = new RedisBroker(new RedisShards(link), names, 'nodeA', new GatewayMetrics());
       sut.handle('sub', () => undefined);
       const startedAt = Date.now();
       await expect(sut.toOwner('sub', 'nodeCut-x', 't')).rejects.toMatchObject({ code: 'owner_unreachable' });

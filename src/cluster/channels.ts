@@ -64,6 +64,11 @@ export class ClusterNames {
     return `${this.prefix}nodes`;
   }
 
+  /** The shards (REDIS_SHARDS, SPEC §13.4) every node must list: JSON of their addresses, in order. */
+  get shardList(): string {
+    return `${this.prefix}shards`;
+  }
+
   /** Lease a node takes before it reaps a dead node. */
   reaper(nodeId: string): string {
     return `${this.prefix}reap:${nodeId}`;

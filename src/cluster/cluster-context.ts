@@ -1,6 +1,7 @@
 import { ClusterNames } from './channels';
 import { NodeGoneListener, NodeLiveness } from './node-liveness';
 import { RedisLink } from './redis-link';
+import { RedisShards } from './redis-shards';
 
 /**
  * What features need of cluster mode beyond the {@link Broker}: the Redis
@@ -9,17 +10,23 @@ import { RedisLink } from './redis-link';
  * node, where features keep their in-memory path unchanged.
  */
 export class ClusterContext {
+  /** The control instance's link (REDIS_URL); null on a single node. */
+  readonly link: RedisLink | null;
+
   constructor(
-    readonly link: RedisLink | null,
+    /** Where each partition lives (SPEC §13.4); null on a single node. */
+    readonly shards: RedisShards | null,
     readonly names: ClusterNames,
     readonly nodeId: string,
     private readonly liveness: NodeLiveness | null,
-  ) {}
+  ) {
+    this.link = shards?.control ?? null;
+  }
 
-  /** Withdraw this node and close the link (app shutdown). */
+  /** Withdraw this node and close the links (app shutdown). */
   async close(): Promise<void> {
     await this.liveness?.stop();
-    await this.link?.close();
+    await Promise.all((this.shards?.all ?? []).map((link) => link.close()));
   }
 
   /** Called once per dead node, on the node that reaps it (cluster mode only). */

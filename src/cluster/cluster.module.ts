@@ -9,6 +9,7 @@ import { ClusterContext } from './cluster-context';
 import { NodeLiveness } from './node-liveness';
 import { RedisBroker } from './redis-broker';
 import { RedisLink } from './redis-link';
+import { RedisShards } from './redis-shards';
 import { RedisHealth } from './redis.health';
 
 /** How long start-up waits for Redis before the node starts with Redis down (and keeps retrying). */
@@ -43,15 +44,34 @@ export class ClusterModule implements OnApplicationShutdown {
 async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Promise<ClusterContext> {
   const names = new ClusterNames(config.redisPrefix);
   if (config.redisUrl === null) return new ClusterContext(null, names, config.nodeId, null);
+  // Until every feature reaches its partitions through RedisShards (issue 30 in progress).
+  if (config.redisShards.length > 0) throw new ConfigError(['REDIS_SHARDS: not supported by this build yet']);
   const logger = new Logger(ClusterModule.name);
   const link = new RedisLink(config.redisUrl, metrics, config.nodeId, config.redisWait);
+  const shards = new RedisShards(
+    link,
+    config.redisShards.map((url) => new RedisLink(url, metrics, config.nodeId, config.redisWait)),
+  );
   const liveness = new NodeLiveness(link, names, config.nodeId);
-  if (await link.open(STARTUP_WAIT_MS)) {
+  const opened = await Promise.all(shards.all.map((one) => one.open(STARTUP_WAIT_MS)));
+  if (opened[0]) {
+    const closeAll = () => Promise.all(shards.all.map((one) => one.close()));
     if (!(await liveness.claim())) {
-      await link.close();
+      await closeAll();
       throw new ConfigError([
         `NODE_ID: "${config.nodeId}" is held by a live node (node ids must be unique among live nodes)`,
       ]);
+    }
+    const problem = await checkShardList(
+      link,
+      names,
+      config.nodeId,
+      config.redisShards.length === 0 ? [] : shards.data,
+    );
+    if (problem !== null) {
+      await liveness.stop();
+      await closeAll();
+      throw new ConfigError([problem]);
     }
     await warnUnlessNoEviction(link, logger);
   } else {
@@ -68,13 +88,47 @@ async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Prom
     prefix: config.redisPrefix,
     redis: link.address,
     redis_status: link.isUp ? 'up' : 'down',
+    ...(config.redisShards.length > 0 && {
+      shards: shards.data.map((one, i) => ({ address: one.address, status: opened[i + 1] ? 'up' : 'down' })),
+    }),
   });
-  return new ClusterContext(link, names, config.nodeId, liveness);
+  return new ClusterContext(shards, names, config.nodeId, liveness);
+}
+
+/**
+ * SPEC §13.4: every node lists the same shards in the same order, as the
+ * control instance records them; the list is recorded by the first node,
+ * and again by a node that finds no other alive (changing the shards is
+ * maintenance: every node stopped). Null when this node's list agrees.
+ */
+async function checkShardList(
+  control: RedisLink,
+  names: ClusterNames,
+  nodeId: string,
+  shards: readonly RedisLink[],
+): Promise<string | null> {
+  const redis = control.command;
+  const mine = JSON.stringify(shards.map((one) => one.address));
+  if ((await redis.set(names.shardList, mine, 'NX')) !== null) return null;
+  const recorded = (await redis.get(names.shardList)) ?? mine;
+  if (recorded === mine) return null;
+  const others = (await redis.smembers(names.nodes)).filter((node) => node !== nodeId);
+  const alive = others.length === 0 ? [] : await redis.exists(...others.map((node) => names.alive(node)));
+  if (alive === 0 || others.length === 0) {
+    await redis.set(names.shardList, mine);
+    return null;
+  }
+  return `REDIS_SHARDS: this node lists ${describeShards(mine)}, the running nodes ${describeShards(recorded)} (every node must list the same shards in the same order; changing them means stopping every node)`;
+}
+
+function describeShards(list: string): string {
+  const addresses = JSON.parse(list) as string[];
+  return addresses.length === 0 ? 'none (everything on REDIS_URL)' : addresses.join(' ');
 }
 
 async function startBroker(cluster: ClusterContext, metrics: GatewayMetrics): Promise<Broker> {
-  if (cluster.link === null) return new MemoryBroker();
-  const broker = new RedisBroker(cluster.link, cluster.names, cluster.nodeId, metrics);
+  if (cluster.shards === null) return new MemoryBroker();
+  const broker = new RedisBroker(cluster.shards, cluster.names, cluster.nodeId, metrics);
   await broker.start();
   return broker;
 }

@@ -16,6 +16,7 @@ import {
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { GONE, Whereabouts, heldBy, isMoved } from './whereabouts';
 import { RedisLink } from './redis-link';
+import { RedisShards } from './redis-shards';
 
 /** SPEC §11: an owner that does not acknowledge within this time → 503 owner_unreachable. */
 export const OWNER_ACK_TIMEOUT_MS = 5000;
@@ -86,13 +87,18 @@ export class RedisBroker extends Broker {
   private locator: ConnectionLocator | null = null;
   private readonly counters;
 
+  /** The control instance: node channels, the every-node channel, the registry. */
+  private readonly link: RedisLink;
+
   constructor(
-    private readonly link: RedisLink,
+    /** Data channels live on their partition's link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     private readonly nodeId: string,
     metrics: GatewayMetrics,
   ) {
     super();
+    this.link = shards.control;
     this.head = originHead(nodeId);
     this.ownChannel = names.node(nodeId);
     const out = (kind: string) => metrics.brokerMessages.labels('out', kind);
@@ -106,14 +112,17 @@ export class RedisBroker extends Broker {
       channelIn: { t: into('topic'), l: into('lattice'), u: into('user') },
       dropped: metrics.brokerMessagesDropped,
     };
-    link.onMessage((channel, message) => this.onMessage(channel, message));
+    for (const link of shards.all) link.onMessage((channel, message) => this.onMessage(channel, message));
   }
 
   /** Subscribe this node's own channels (before the node serves anything) and probe a silent subscriber. */
   async start(probe = { idleMs: PROBE_IDLE_MS, timeoutMs: PROBE_TIMEOUT_MS }): Promise<void> {
-    await this.link.subscribe(this.ownChannel);
     await this.link.subscribe(this.names.everyNode);
-    this.link.startProbe(this.ownChannel, probe.idleMs, probe.timeoutMs);
+    // Each link is probed on this node's own channel (a shard's copy of it carries only the probes).
+    for (const link of this.shards.all) {
+      await link.subscribe(this.ownChannel);
+      link.startProbe(this.ownChannel, probe.idleMs, probe.timeoutMs);
+    }
   }
 
   handle<T>(kind: string, handler: CommandHandler<T>, codec?: DataCodec<T>): void {
@@ -171,7 +180,8 @@ export class RedisBroker extends Broker {
       held.leaveTimer = null;
       return held.subscribed;
     }
-    const joined: JoinedChannel = { kind, name, subscribed: this.link.subscribe(channel), leaveTimer: null };
+    const subscribed = this.shards.forKey(channel).subscribe(channel);
+    const joined: JoinedChannel = { kind, name, subscribed, leaveTimer: null };
     this.joined.set(channel, joined);
     return joined.subscribed;
   }
@@ -182,15 +192,17 @@ export class RedisBroker extends Broker {
     if (held === undefined || held.leaveTimer !== null) return;
     held.leaveTimer = setTimeout(() => {
       this.joined.delete(channel);
-      this.link.unsubscribe(channel);
+      this.shards.forKey(channel).unsubscribe(channel);
     }, LEAVE_DELAY_MS);
     held.leaveTimer.unref();
   }
 
   send(kind: ChannelKind, name: string, payload: Buffer): void {
-    if (!this.link.isUp) return void this.counters.dropped.inc();
+    const channel = this.names.channel(kind, name);
+    const link = this.shards.forKey(channel);
+    if (!link.isUp) return void this.counters.dropped.inc();
     const message = encodeChannelMessage(this.head, payload);
-    this.link.command.publish(this.names.channel(kind, name), message).catch(() => this.counters.dropped.inc());
+    link.command.publish(channel, message).catch(() => this.counters.dropped.inc());
     this.counters.channelOut[kind].inc();
   }
 

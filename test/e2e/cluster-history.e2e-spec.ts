@@ -131,8 +131,8 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       for (let n = 1; n <= 5; n++) await expectPublish((n % 2 === 0 ? a : b).apiUrl, 'x/y', n);
       const [stream] = await keys('th:*');
       const [position] = await keys('tp:*');
-      expect(stream).toMatch(/th:\{\d+\}:x\/y$/);
-      expect(position).toMatch(/tp:\{\d+\}:x\/y$/);
+      expect(stream).toMatch(/th:\{\d+-[0-9a-z]+\}:x\/y$/);
+      expect(position).toMatch(/tp:\{\d+-[0-9a-z]+\}:x\/y$/);
       expect(await redis.xlen(stream)).toBe(3);
       expect((await redis.xrange(stream, '-', '+')).map(([id]) => id)).toEqual(['3-0', '4-0', '5-0']);
       expect(await redis.hget(position, 'o')).toBe('5');

@@ -1,0 +1,73 @@
+import { PARTITIONS, partitionOf } from './channels';
+import { jumpHash } from './jump-hash';
+import { RedisLink } from './redis-link';
+
+/** A script's runner: keys first (all of one partition, or only control keys), then its arguments. */
+export type ShardScript = (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown>;
+
+/**
+ * Where each partition lives (SPEC §13.4): the control instance (REDIS_URL:
+ * node registry, liveness, node channels) and the partitions' instances
+ * (REDIS_SHARDS; unset: every partition on the control instance). Partition
+ * p lives on shard `jumpHash(p, N)`. Features reach a partition's keys and
+ * channels through {@link of} (by partition), {@link forKey} (by a key's
+ * `{tag}`) or {@link ofName} (by the name the partition is computed from).
+ */
+export class RedisShards {
+  /** The partitions' links, in REDIS_SHARDS order (the control link alone when unset). */
+  readonly data: readonly RedisLink[];
+  private readonly byPartition: readonly RedisLink[];
+
+  constructor(
+    readonly control: RedisLink,
+    shards: readonly RedisLink[] = [],
+  ) {
+    this.data = shards.length === 0 ? [control] : shards;
+    this.byPartition = Array.from({ length: PARTITIONS }, (_, p) => this.data[jumpHash(p, this.data.length)]);
+  }
+
+  /** Every link once: the control link, then the shards. */
+  get all(): readonly RedisLink[] {
+    return this.data.includes(this.control) ? this.data : [this.control, ...this.data];
+  }
+
+  /** The link of partition `partition`. */
+  of(partition: number): RedisLink {
+    return this.byPartition[partition];
+  }
+
+  /** The link of the partition of `name` (a topic, namespace, user or connection id). */
+  ofName(name: string): RedisLink {
+    return this.byPartition[partitionOf(name)];
+  }
+
+  /** The link of a key or channel by its `{tag}` (partition-tags.ts: `{<p>-…}`); the control link without one. */
+  forKey(key: string): RedisLink {
+    const partition = partitionOfKey(key);
+    return partition === null ? this.control : this.byPartition[partition];
+  }
+
+  /**
+   * Define a script of partition keys on every partition's link; its runner
+   * goes to the link of its first key's partition (every key of one call is
+   * in one partition, SPEC §13.3).
+   */
+  script(name: string, keyCount: number, source: string): ShardScript {
+    const runners = this.data.map((link) => link.script(name, keyCount, source));
+    const byPartition = this.byPartition.map((link) => runners[this.data.indexOf(link)]);
+    return (keys, args) => {
+      const partition = partitionOfKey(keys[0]);
+      if (partition === null) throw new Error(`script ${name}: its first key ${keys[0]} names no partition`);
+      return byPartition[partition](keys, args);
+    };
+  }
+}
+
+/** The partition of a key or channel by its `{<p>-…}` tag; null for a control key (no tag). */
+export function partitionOfKey(key: string): number | null {
+  const open = key.indexOf('{');
+  if (open < 0) return null;
+  const dash = key.indexOf('-', open);
+  const partition = dash < 0 ? NaN : Number(key.slice(open + 1, dash));
+  return Number.isInteger(partition) && partition >= 0 && partition < PARTITIONS ? partition : null;
+}
