@@ -22,9 +22,9 @@ export function userActivityFor(
   notices: ActivityNotices,
   sessions: SessionStore,
 ): UserActivity {
-  if (cluster.link === null) return new MemoryActivity(notices, registry);
+  if (cluster.shards === null) return new MemoryActivity(notices, registry);
   const countOf = (userId: string) => [...registry.ofUser(userId)].length;
-  const activity = new RedisActivity(cluster.link, cluster.names, cluster.nodeId, countOf, notices, sessions);
+  const activity = new RedisActivity(cluster.shards, cluster.names, cluster.nodeId, countOf, notices, sessions);
   cluster.onNodeGone((nodeId) => activity.removeNode(nodeId));
   // SPEC §11 "Drain": presence goes before the clients do, so watchers see it at once.
   shutdown.onDrain(() => activity.stop());

@@ -1,3 +1,4 @@
+import { RedisShards } from '../cluster/redis-shards';
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ClusterNames } from '../cluster/channels';
@@ -30,7 +31,7 @@ describe('RedisActivity on Redis: status versions (SPEC §7)', () => {
       announce: (_: string, status: Status, version: number) => void announced.push([status, version]),
       inactive: () => undefined,
     };
-    const sessions = new RedisActivity(link, names, nodeId, () => 1, events, new LocalSessionStore());
+    const sessions = new RedisActivity(new RedisShards(link), names, nodeId, () => 1, events, new LocalSessionStore());
     nodes.push(sessions);
     return sessions;
   }

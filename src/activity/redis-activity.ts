@@ -3,6 +3,7 @@ import { SessionStore } from '../resume/session-store';
 import { ClusterNames, originHead, partitionOf } from '../cluster/channels';
 import { PartitionMembers, PartitionWalk } from '../cluster/partition-walk';
 import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { Connection } from '../connections/connection';
 import { Identity } from '../protocol/identity';
 import { extendDeadline } from './activity';
@@ -148,7 +149,8 @@ export class RedisActivity extends UserActivity {
   private readonly walk: PartitionWalk;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A user's keys live on its partition's link; node liveness on the control link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     private readonly nodeId: string,
     private readonly countOf: (userId: string) => number,
@@ -157,13 +159,13 @@ export class RedisActivity extends UserActivity {
     private readonly sessions: SessionStore,
   ) {
     super();
-    this.assertScript = link.script('gatewaySessionAssert', 4, ASSERT);
-    this.leaveScript = link.script('gatewaySessionLeave', 4, LEAVE);
-    this.claimScript = link.script('gatewaySessionClaim', 3, CLAIM);
-    this.authScript = link.script('gatewaySessionAuth', 1, WRITE_USER_AUTH);
-    this.walk = new PartitionWalk(link);
+    this.assertScript = shards.script('gatewaySessionAssert', 4, ASSERT);
+    this.leaveScript = shards.script('gatewaySessionLeave', 4, LEAVE);
+    this.claimScript = shards.script('gatewaySessionClaim', 3, CLAIM);
+    this.authScript = shards.script('gatewaySessionAuth', 1, WRITE_USER_AUTH);
+    this.walk = new PartitionWalk(shards);
     this.head = originHead(nodeId);
-    link.onUp(() => this.reassert());
+    for (const link of shards.data) link.onUp(() => this.reassert(link));
     this.scheduleClaim();
   }
 
@@ -190,7 +192,7 @@ export class RedisActivity extends UserActivity {
     const session = this.local.get(userId);
     const deadlineAt = extendDeadline(session?.deadlineAt ?? 0, Date.now(), windowMs);
     this.local.set(userId, { deadlineAt, pushedAt: session?.pushedAt ?? 0, authorization, handlerName });
-    if (!this.link.isUp || this.isStopped) return; // re-asserted after the reconnect; nothing while draining
+    if (!this.shards.ofName(userId).isUp || this.isStopped) return; // re-asserted after the reconnect; nothing while draining
     await this.run(() => this.assert(userId, 'incr', 1, 'active'));
   }
 
@@ -201,7 +203,7 @@ export class RedisActivity extends UserActivity {
    */
   async disconnected(userId: string, sessionId: string | null = null): Promise<void> {
     this.forgetIfGone(userId);
-    if (!this.link.isUp || this.isStopped) return;
+    if (!this.shards.ofName(userId).isUp || this.isStopped) return;
     await this.run(async () => {
       if (sessionId !== null && !(await this.sessions.ended(sessionId, userId))) return;
       await this.leave(userId, this.nodeId, 'one', false);
@@ -231,7 +233,7 @@ export class RedisActivity extends UserActivity {
     const session = this.local.get(identity.userId);
     if (session === undefined) return;
     session.authorization = identity.authorization;
-    if (!this.link.isUp || this.isStopped) return; // re-asserted after the reconnect; nothing while draining
+    if (!this.shards.ofName(identity.userId).isUp || this.isStopped) return; // re-asserted after the reconnect
     const key = this.names.user(identity.userId);
     void this.run(async () => void (await this.authScript([key], [session.authorization])));
   }
@@ -258,7 +260,7 @@ export class RedisActivity extends UserActivity {
     const now = Date.now();
     session.deadlineAt = extendDeadline(session.deadlineAt, now, windowMs);
     if (this.isStopped) return;
-    if (now - session.pushedAt >= DEADLINE_FLUSH_MS && this.link.isUp) {
+    if (now - session.pushedAt >= DEADLINE_FLUSH_MS && this.shards.ofName(userId).isUp) {
       session.pushedAt = now;
       void this.run(() => this.assert(userId, 'incr', 0, 'active'));
       return;
@@ -278,19 +280,22 @@ export class RedisActivity extends UserActivity {
    */
   async removeNode(nodeId: string): Promise<void> {
     // A dead node that is alive again (it was paused) keeps its presence: checked once, before the walk.
-    if (nodeId !== this.nodeId && (await this.link.command.exists(this.names.alive(nodeId))) === 1) return;
+    const control = this.shards.control;
+    if (nodeId !== this.nodeId && (await control.command.exists(this.names.alive(nodeId))) === 1) return;
     // SPEC §12.5: its resumable sessions are held by no node first (their windows start).
     await this.run(() => this.sessions.orphan(nodeId));
     const parts = await this.usersOf(nodeId);
     const users = parts.flatMap((part) => part.members);
     await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));
     if (nodeId === this.nodeId)
-      await Promise.all(parts.map(({ partition }) => this.link.command.del(this.names.nodeUsers(partition, nodeId))));
+      await Promise.all(
+        parts.map(({ partition }) => this.shards.of(partition).command.del(this.names.nodeUsers(partition, nodeId))),
+      );
   }
 
-  /** The users Redis lists with connections on `nodeId`, by partition, every partition read at once. */
-  private usersOf(nodeId: string): Promise<PartitionMembers[]> {
-    return this.walk.members((partition) => this.names.nodeUsers(partition, nodeId));
+  /** The users Redis lists with connections on `nodeId`, by partition, every partition (or `partitions`) read at once. */
+  private usersOf(nodeId: string, partitions?: readonly number[]): Promise<PartitionMembers[]> {
+    return this.walk.members((partition) => this.names.nodeUsers(partition, nodeId), partitions);
   }
 
   /**
@@ -303,7 +308,7 @@ export class RedisActivity extends UserActivity {
     this.isStopped = true;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     if (this.claimTimer !== null) clearTimeout(this.claimTimer);
-    if (this.link.isUp) await this.run(() => this.removeNode(this.nodeId));
+    if (this.shards.control.isUp) await this.run(() => this.removeNode(this.nodeId));
   }
 
   /**
@@ -313,26 +318,28 @@ export class RedisActivity extends UserActivity {
    * claimed: if Redis lost the user, it goes back as due, so the next claim
    * sends its one `session_inactive` (SPEC §8) and makes the user inactive.
    */
-  private async reassert(): Promise<void> {
-    const listed = (await this.usersOf(this.nodeId)).flatMap((part) => part.members);
+  private async reassert(link: RedisLink): Promise<void> {
+    const listed = (await this.usersOf(this.nodeId, this.shards.partitionsOf(link))).flatMap((part) => part.members);
     const stale = listed.filter((userId) => !this.local.has(userId));
     await Promise.all(stale.map((userId) => this.run(() => this.leave(userId, this.nodeId, 'all', false))));
     const now = Date.now();
     // Deadlines that passed before this were claimed while Redis was reachable (claims run every ≤ 500 ms).
-    const unclaimedFrom = (this.link.downSince ?? now) - CLAIM_MIN_MS - CLAIM_JITTER_MS;
+    const unclaimedFrom = (link.downSince ?? now) - CLAIM_MIN_MS - CLAIM_JITTER_MS;
     const wantedOf = (deadlineAt: number): 'active' | 'due' | 'inactive' =>
       deadlineAt > now ? 'active' : deadlineAt >= unclaimedFrom ? 'due' : 'inactive';
     await Promise.all(
-      [...this.local].map(([userId, session]) =>
-        this.run(() => this.assert(userId, 'set', this.countOf(userId), wantedOf(session.deadlineAt))),
-      ),
+      [...this.local]
+        .filter(([userId]) => this.shards.ofName(userId) === link)
+        .map(([userId, session]) =>
+          this.run(() => this.assert(userId, 'set', this.countOf(userId), wantedOf(session.deadlineAt))),
+        ),
     );
   }
 
   private async flush(): Promise<void> {
     this.flushTimer = null;
-    if (!this.link.isUp) return; // re-asserted after the reconnect
-    const users = [...this.dirty];
+    // Users whose link is down are re-asserted after its reconnect.
+    const users = [...this.dirty].filter((userId) => this.shards.ofName(userId).isUp);
     this.dirty.clear();
     const now = Date.now();
     for (const userId of users) {
@@ -399,9 +406,10 @@ export class RedisActivity extends UserActivity {
 
   /** Pops the due deadlines of every partition: each user's claim is its own script, in its partition. */
   private async claim(): Promise<void> {
-    if (!this.link.isUp) return;
+    const partitions = this.shards.data.filter((link) => link.isUp).flatMap((link) => this.shards.partitionsOf(link));
+    if (partitions.length === 0) return;
     try {
-      const due = await this.walk.due((partition) => this.names.deadlines(partition), CLAIM_BATCH);
+      const due = await this.walk.due((partition) => this.names.deadlines(partition), CLAIM_BATCH, partitions);
       const claims = due.flatMap(({ partition, members }) =>
         members.map((userKey) =>
           this.claimScript([this.names.deadlines(partition), this.names.statusFloor(partition), userKey], [this.head]),

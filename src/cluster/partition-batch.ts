@@ -1,4 +1,5 @@
 import { RedisLink } from './redis-link';
+import { RedisShards } from './redis-shards';
 
 /** One command's reply in a batch: its error, or its result. */
 export type BatchReply = readonly [Error | null, unknown];
@@ -24,8 +25,10 @@ type Pipeline = Record<string, (...args: unknown[]) => unknown> & {
  */
 export class PartitionBatch {
   private readonly queued: Queued[] = [];
+  /** The links the last {@link exec} wrote to. */
+  private used: RedisLink[] = [];
 
-  constructor(private readonly link: RedisLink) {}
+  constructor(private readonly shards: RedisShards) {}
 
   get size(): number {
     return this.queued.length;
@@ -39,8 +42,28 @@ export class PartitionBatch {
   /** Send every command queued; resolves to their replies by index (rejects when Redis cannot be reached). */
   async exec(): Promise<ReadonlyArray<BatchReply | undefined>> {
     if (this.queued.length === 0) return [];
-    const pipeline = this.link.command.pipeline() as unknown as Pipeline;
-    for (const { name, args } of this.queued) pipeline[name](...args);
-    return (await pipeline.exec()) ?? [];
+    const byLink = new Map<RedisLink, number[]>();
+    this.queued.forEach(({ partition }, i) => {
+      const link = this.shards.of(partition);
+      const indexes = byLink.get(link);
+      if (indexes === undefined) byLink.set(link, [i]);
+      else indexes.push(i);
+    });
+    const replies = new Array<BatchReply | undefined>(this.queued.length);
+    this.used = [...byLink.keys()];
+    await Promise.all(
+      [...byLink].map(async ([link, indexes]) => {
+        const pipeline = link.command.pipeline() as unknown as Pipeline;
+        for (const i of indexes) pipeline[this.queued[i].name](...this.queued[i].args);
+        const got = (await pipeline.exec()) ?? [];
+        indexes.forEach((index, j) => (replies[index] = got[j]));
+      }),
+    );
+    return replies;
+  }
+
+  /** SPEC §13.1 REDIS_WAIT_REPLICAS: every link the batch wrote to has its writes on the replicas (else rejects). */
+  async confirmWrites(): Promise<void> {
+    await Promise.all(this.used.map((link) => link.confirmWrites()));
   }
 }

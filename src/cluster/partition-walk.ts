@@ -5,7 +5,7 @@
  */
 import { REDIS_NOW } from './redis-now';
 import { EVERY_PARTITION } from './channels';
-import { RedisLink } from './redis-link';
+import { RedisShards, ShardScript } from './redis-shards';
 
 /** Lua, read only: the members of the sorted set KEYS[1] due by Redis' clock (score ≤ now), at most ARGV[1]. */
 const DUE_MEMBERS = `#!lua flags=no-writes
@@ -20,31 +20,39 @@ export interface PartitionMembers {
 }
 
 /** Reads a key of every partition at once (one round trip); partitions with nothing are left out. */
-async function everyPartition(read: (partition: number) => Promise<string[]>): Promise<PartitionMembers[]> {
-  const parts = await Promise.all(
-    EVERY_PARTITION.map(async (partition) => ({ partition, members: await read(partition) })),
-  );
+async function everyPartition(
+  partitions: readonly number[],
+  read: (partition: number) => Promise<string[]>,
+): Promise<PartitionMembers[]> {
+  const parts = await Promise.all(partitions.map(async (partition) => ({ partition, members: await read(partition) })));
   return parts.filter((part) => part.members.length > 0);
 }
 
-/** The walks of one link. */
+/** The walks over every partition, each read on its partition's link. */
 export class PartitionWalk {
-  private readonly dueScript: (
-    keys: readonly string[],
-    args: readonly (string | number | Buffer)[],
-  ) => Promise<unknown>;
+  private readonly dueScript: ShardScript;
 
-  constructor(private readonly link: RedisLink) {
-    this.dueScript = link.script('gatewayDueMembers', 1, DUE_MEMBERS);
+  constructor(private readonly shards: RedisShards) {
+    this.dueScript = shards.script('gatewayDueMembers', 1, DUE_MEMBERS);
   }
 
-  /** The members of every partition's sorted set `keyOf(p)` whose score is due, at most `limit` per partition. */
-  due(keyOf: (partition: number) => string, limit: number): Promise<PartitionMembers[]> {
-    return everyPartition((partition) => this.dueScript([keyOf(partition)], [limit]) as Promise<string[]>);
+  /** The members of every partition's (or of `partitions'`) sorted set `keyOf(p)` whose score is due, at most `limit` each. */
+  due(
+    keyOf: (partition: number) => string,
+    limit: number,
+    partitions: readonly number[] = EVERY_PARTITION,
+  ): Promise<PartitionMembers[]> {
+    return everyPartition(partitions, (partition) => this.dueScript([keyOf(partition)], [limit]) as Promise<string[]>);
   }
 
-  /** The members of every partition's set `keyOf(p)`. */
-  members(keyOf: (partition: number) => string): Promise<PartitionMembers[]> {
-    return everyPartition((partition) => this.link.timed('smembers', this.link.command.smembers(keyOf(partition))));
+  /** The members of every partition's (or of `partitions'`) set `keyOf(p)`. */
+  members(
+    keyOf: (partition: number) => string,
+    partitions: readonly number[] = EVERY_PARTITION,
+  ): Promise<PartitionMembers[]> {
+    return everyPartition(partitions, (partition) => {
+      const link = this.shards.of(partition);
+      return link.timed('smembers', link.command.smembers(keyOf(partition)));
+    });
   }
 }

@@ -1,4 +1,4 @@
-import { PARTITIONS, partitionOf } from './channels';
+import { EVERY_PARTITION, PARTITIONS, partitionOf } from './channels';
 import { jumpHash } from './jump-hash';
 import { RedisLink } from './redis-link';
 
@@ -31,6 +31,11 @@ export class RedisShards {
     return this.data.includes(this.control) ? this.data : [this.control, ...this.data];
   }
 
+  /** The partitions living on `link`. */
+  partitionsOf(link: RedisLink): number[] {
+    return EVERY_PARTITION.filter((p) => this.byPartition[p] === link);
+  }
+
   /** The link of partition `partition`. */
   of(partition: number): RedisLink {
     return this.byPartition[partition];
@@ -48,11 +53,35 @@ export class RedisShards {
   }
 
   /**
+   * Send commands of any partitions at once: one pipeline per link, each in
+   * the order given; resolves to the replies in that order (`[error, result]`,
+   * as ioredis gives them), timed as `command`.
+   */
+  async pipeline(command: string, commands: readonly KeyedCommand[]): Promise<Array<[Error | null, unknown]>> {
+    const byLink = new Map<RedisLink, number[]>();
+    commands.forEach(([, key], i) => {
+      const link = this.forKey(key);
+      const indexes = byLink.get(link);
+      if (indexes === undefined) byLink.set(link, [i]);
+      else indexes.push(i);
+    });
+    const replies = new Array<[Error | null, unknown]>(commands.length);
+    await Promise.all(
+      [...byLink].map(async ([link, indexes]) => {
+        const sent = link.command.pipeline(indexes.map((i) => [...commands[i]]));
+        const got = (await link.timed(command, sent.exec())) ?? [];
+        indexes.forEach((index, j) => (replies[index] = got[j] ?? [null, null]));
+      }),
+    );
+    return replies;
+  }
+
+  /**
    * Define a script of partition keys on every partition's link; its runner
    * goes to the link of its first key's partition (every key of one call is
    * in one partition, SPEC §13.3).
    */
-  script(name: string, keyCount: number, source: string): ShardScript {
+  script(name: string, keyCount: number | null, source: string): ShardScript {
     const runners = this.data.map((link) => link.script(name, keyCount, source));
     const byPartition = this.byPartition.map((link) => runners[this.data.indexOf(link)]);
     return (keys, args) => {
@@ -62,6 +91,9 @@ export class RedisShards {
     };
   }
 }
+
+/** A command for {@link RedisShards.pipeline}: its name, its key (which decides its link), then the rest. */
+export type KeyedCommand = readonly [name: string, key: string, ...args: Array<string | number | Buffer>];
 
 /** The partition of a key or channel by its `{<p>-…}` tag; null for a control key (no tag). */
 export function partitionOfKey(key: string): number | null {

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
-import { RedisLink } from '../cluster/redis-link';
+import { KeyedCommand, RedisShards } from '../cluster/redis-shards';
 import { LatticeEntry, decodeEntry, encodeEntry } from './lattice-entry';
 import { LatticeStore } from './lattice-store';
 
@@ -83,14 +83,15 @@ export class LatticeLog {
   private readonly head: Buffer;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A namespace's log lives on its partition's link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     nodeId: string,
     private readonly retentionMs: number,
   ) {
-    this.appendScript = link.script('gatewayLatticeAppend', 3, APPEND);
-    this.readScript = link.script('gatewayLatticeRead', 3, READ);
-    this.compactScript = link.script('gatewayLatticeCompact', 3, COMPACT);
+    this.appendScript = shards.script('gatewayLatticeAppend', 3, APPEND);
+    this.readScript = shards.script('gatewayLatticeRead', 3, READ);
+    this.compactScript = shards.script('gatewayLatticeCompact', 3, COMPACT);
     this.head = originHead(nodeId);
   }
 
@@ -101,15 +102,16 @@ export class LatticeLog {
    */
   async append(namespace: string, entry: LatticeEntry): Promise<LogPosition> {
     const epoch = randomBytes(9).toString('base64url');
+    const link = this.shards.ofName(namespace);
     const args = [
       this.head,
       encodeEntry(entry),
       this.retentionMs,
       epoch,
       this.names.channel('l', namespace),
-      this.link.instance,
+      link.instance,
     ];
-    if (!this.link.isUp) throw NOT_APPENDED;
+    if (!link.isUp) throw NOT_APPENDED;
     const [e, v, s] = (await this.appendScript(this.keys(namespace), args).catch(() =>
       Promise.reject(NOT_APPENDED),
     )) as [string, number, number];
@@ -135,8 +137,8 @@ export class LatticeLog {
 
   /** The current position of each namespace in one round trip (null: Redis holds nothing for it). */
   async positions(namespaces: readonly string[]): Promise<Array<LogPosition | null>> {
-    const commands = namespaces.map((namespace) => ['hmget', this.keys(namespace)[0], 'e', 'v']);
-    const replies = (await this.link.timed('hmget', this.link.command.pipeline(commands).exec())) ?? [];
+    const commands = namespaces.map((namespace): KeyedCommand => ['hmget', this.keys(namespace)[0], 'e', 'v']);
+    const replies = await this.shards.pipeline('hmget', commands);
     return namespaces.map((_, i) => {
       const [epoch, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
       return epoch === null ? null : { epoch, version: Number(version) };
@@ -144,21 +146,21 @@ export class LatticeLog {
   }
 
   /** SPEC §13.1: the appends so far reached REDIS_WAIT_REPLICAS replicas, else 503 (ClusterUnavailableError). */
-  confirm(): Promise<void> {
-    return this.link.confirmWrites();
+  confirm(namespace: string): Promise<void> {
+    return this.shards.ofName(namespace).confirmWrites();
   }
 
   /** SPEC §13.1: this node applied more of a namespace than Redis now holds. */
-  rolledBack(evidence: string): void {
-    this.link.reportRollback(evidence);
+  rolledBack(namespace: string, evidence: string): void {
+    this.shards.ofName(namespace).reportRollback(evidence);
   }
 
   /** Keep the keys of namespaces this node holds for another LATTICE_RETENTION. */
   async refresh(namespaces: Iterable<string>): Promise<void> {
-    const commands: string[][] = [];
+    const commands: KeyedCommand[] = [];
     for (const namespace of namespaces)
-      for (const key of this.keys(namespace)) commands.push(['pexpire', key, String(this.retentionMs)]);
-    if (commands.length > 0) await this.link.timed('pexpire', this.link.command.pipeline(commands).exec());
+      for (const key of this.keys(namespace)) commands.push(['pexpire', key, this.retentionMs]);
+    if (commands.length > 0) await this.shards.pipeline('pexpire', commands);
   }
 
   /** Fold what Redis holds into one snapshot entry and trim the log up to it (CLUSTER.md "Compaction"). */

@@ -118,11 +118,11 @@ export class LatticeReplicas {
   }
 
   /** After a Redis reconnect: re-read every held namespace, healing what Redis lost. */
-  async resyncAll(): Promise<void> {
+  async resyncAll(isOnIt: (namespace: string) => boolean = () => true): Promise<void> {
     await Promise.all(
-      [...this.replicas.keys()].map((namespace) =>
-        this.run(namespace, () => this.resync(namespace, this.replicas.get(namespace)!, true)),
-      ),
+      [...this.replicas.keys()]
+        .filter(isOnIt)
+        .map((namespace) => this.run(namespace, () => this.resync(namespace, this.replicas.get(namespace)!, true))),
     );
   }
 
@@ -157,6 +157,7 @@ export class LatticeReplicas {
     // Our copy is ahead of Redis in the same epoch: Redis rolled back (SPEC §13.1).
     if (isSameEpoch)
       this.log.rolledBack(
+        namespace,
         `lattice ${namespace}: redis holds version ${contents.position!.version}, this node applied ${held.version}`,
       );
     for (const entry of entriesOf(contents)) this.apply(namespace, entry);

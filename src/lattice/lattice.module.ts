@@ -23,9 +23,9 @@ export function latticeSyncFor(
   broker: Broker,
   metrics: GatewayMetrics,
 ): LatticeSync {
-  if (cluster.link === null) return new MemoryLatticeSync(local);
-  const log = new LatticeLog(cluster.link, cluster.names, cluster.nodeId, config.latticeRetentionMs);
-  return new RedisLatticeSync(log, local, registry, cluster.link, broker, metrics, config.latticeRetentionMs);
+  if (cluster.shards === null) return new MemoryLatticeSync(local);
+  const log = new LatticeLog(cluster.shards, cluster.names, cluster.nodeId, config.latticeRetentionMs);
+  return new RedisLatticeSync(log, local, registry, cluster.shards, broker, metrics, config.latticeRetentionMs);
 }
 
 @Module({

@@ -1,6 +1,6 @@
 import { Broker } from '../cluster/broker';
 import type { Applied } from '../cluster/whereabouts';
-import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
@@ -30,7 +30,7 @@ export class RedisLatticeSync extends LatticeSync {
     private readonly log: LatticeLog,
     private readonly local: LocalLattices,
     private readonly registry: ConnectionRegistry,
-    link: RedisLink,
+    shards: RedisShards,
     broker: Broker,
     metrics: GatewayMetrics,
     retentionMs: number,
@@ -39,14 +39,15 @@ export class RedisLatticeSync extends LatticeSync {
     const apply = (namespace: string, entry: LatticeEntry) =>
       local.applyUpdate(namespace, entry.body, entry.atMs, true);
     const replicas = (this.replicas = new LatticeReplicas(log, broker, apply, (ns) => local.exportState(ns), metrics));
-    link.onUp(() => replicas.resyncAll());
+    // A link back up: the namespaces living there are read again.
+    for (const link of shards.data) link.onUp(() => replicas.resyncAll((ns) => shards.ofName(ns) === link));
     this.retentionTimer = setInterval(
       () => void log.refresh(replicas.namespaces).catch(() => undefined),
       retentionRefreshMs(retentionMs),
     );
     this.retentionTimer.unref();
     this.positionTimer = setInterval(() => {
-      if (link.isUp) void replicas.checkPositions().catch(() => undefined);
+      if (shards.data.some((link) => link.isUp)) void replicas.checkPositions().catch(() => undefined);
     }, POSITION_CHECK_MS);
     this.positionTimer.unref();
   }
@@ -56,7 +57,7 @@ export class RedisLatticeSync extends LatticeSync {
     const entry = { atMs: Date.now(), body };
     const position = await this.log.append(namespace, entry);
     await this.replicas.appended(namespace, position, entry);
-    await this.log.confirm();
+    await this.log.confirm(namespace);
   }
 
   /** The body goes into the log like any update; the newcomer's snapshot follows it in order. */

@@ -25,7 +25,7 @@ export function topicStreamFor(
 ): TopicStream {
   if (!isResumeOffered(config)) return new PlainTopicStream(broker, subscribers);
   const { historySize, historyTtlMs, topicHistoryMaxBytes, historyMemoryMaxBytes } = config.resume;
-  if (cluster.link === null) {
+  if (cluster.shards === null) {
     const limits = {
       size: historySize,
       ttlMs: historyTtlMs,
@@ -34,9 +34,9 @@ export function topicStreamFor(
     };
     return new MemoryTopicStream(broker, subscribers, metrics, limits);
   }
-  const { link, names, nodeId } = cluster;
-  const log = new TopicLog(link, names, nodeId, historySize, historyTtlMs, topicHistoryMaxBytes);
-  return new RedisTopicStream(log, subscribers, link, metrics);
+  const { shards, names, nodeId } = cluster;
+  const log = new TopicLog(shards, names, nodeId, historySize, historyTtlMs, topicHistoryMaxBytes);
+  return new RedisTopicStream(log, subscribers, shards, metrics);
 }
 
 @Module({

@@ -1,4 +1,5 @@
 import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { Connection } from '../connections/connection';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { messageFrameHead, positionedMessageFrameHead } from '../protocol/frames';
@@ -31,16 +32,18 @@ export class RedisTopicStream extends TopicStream {
   constructor(
     private readonly log: TopicLog,
     private readonly subscribers: TopicSubscribers,
-    link: RedisLink,
+    shards: RedisShards,
     metrics: GatewayMetrics,
   ) {
     super();
     this.topicsOut = metrics.brokerMessages.labels('out', 'topic');
     // SPEC §13.1: a rollback is noticed before the link counts as up, so before any publish of this node
     // (or one it hears) starts a new epoch over the rolled-back history.
-    link.onSettle(() => this.noticeRollbacks().catch(() => undefined));
-    // Messages published while this node's link was down are in the history: fetch them.
-    link.onUp(() => this.catchUp());
+    for (const link of shards.data) {
+      link.onSettle(() => this.noticeRollbacks(shards, link).catch(() => undefined));
+      // Messages published while this node's link was down are in the history: fetch them.
+      link.onUp(() => this.catchUp(shards, link));
+    }
   }
 
   /**
@@ -53,7 +56,7 @@ export class RedisTopicStream extends TopicStream {
     const message = await this.log.append(topic, payload);
     this.topicsOut.inc();
     this.arrived(topic, message);
-    await this.log.confirm();
+    await this.log.confirm(topic);
   }
 
   /** The history's form, or a plain frame (from a node without history). */
@@ -101,7 +104,7 @@ export class RedisTopicStream extends TopicStream {
       const read = reads[i];
       // No history: nothing was published since it expired (TOPIC_HISTORY_TTL ≥ RESUME_WINDOW), unless
       // Redis was replaced since and may have rolled back to before it existed (SPEC §13.1).
-      if (read === null) return void (this.log.mayHaveRolledBack() && plan.lostTopics.push(pathToWire(topic)));
+      if (read === null) return void (this.log.mayHaveRolledBack(topic) && plan.lostTopics.push(pathToWire(topic)));
       // Unreadable, or a history Redis may have rolled back since (SPEC §13.1): what it lacks cannot be told.
       if (read === UNREADABLE || read === STALE) return void plan.lostTopics.push(pathToWire(topic));
       plan.upTo.set(topic, { offset: read.offset, epoch: read.epoch });
@@ -149,7 +152,7 @@ export class RedisTopicStream extends TopicStream {
   private async fillGap(topic: string, fill: GapFill): Promise<void> {
     let messages: LoggedMessage[] = [];
     try {
-      await this.log.awaitInFlight();
+      await this.log.awaitInFlight(topic);
       if (this.order.isStillMissing(topic, fill)) {
         const read = await this.log.read(topic, fill.after, fill.before - 1);
         if (read !== null && read !== STALE && read.epoch === fill.epoch) messages = read.messages;
@@ -161,13 +164,13 @@ export class RedisTopicStream extends TopicStream {
   }
 
   /** After a Redis reconnect, before the link is up: a history behind what this node delivered in its epoch is reported. */
-  private async noticeRollbacks(): Promise<void> {
-    const topics = [...this.order.topics()];
+  private async noticeRollbacks(shards: RedisShards, link: RedisLink): Promise<void> {
+    const topics = [...this.order.topics()].filter((topic) => shards.ofName(topic) === link);
     const positions = await Promise.all(topics.map((topic) => this.log.positionSeen(topic).catch(() => null)));
     topics.forEach((topic, i) => {
       const seen = positions[i];
       if (seen !== null && this.order.isAhead(topic, seen))
-        this.log.rolledBack(`topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
+        this.log.rolledBack(topic, `topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
     });
   }
 
@@ -177,14 +180,14 @@ export class RedisTopicStream extends TopicStream {
    * same epoch is a rollback (SPEC §13.1): reported; its next publish starts
    * a new epoch (a stale history's always does), which this node follows.
    */
-  private async catchUp(): Promise<void> {
-    const topics = [...this.order.topics()];
+  private async catchUp(shards: RedisShards, link: RedisLink): Promise<void> {
+    const topics = [...this.order.topics()].filter((topic) => shards.ofName(topic) === link);
     const positions = await Promise.all(topics.map((topic) => this.log.positionSeen(topic).catch(() => null)));
     topics.forEach((topic, i) => {
       const seen = positions[i];
       if (seen === null) return;
       if (this.order.isAhead(topic, seen))
-        this.log.rolledBack(`topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
+        this.log.rolledBack(topic, `topic ${topic}: redis holds offset ${seen.offset}, this node delivered more`);
       if (!seen.isStale) this.follow(topic, this.order.catchUp(topic, seen));
     });
   }

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { ClusterNames, originHead } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
-import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import type { KeptHistory } from './topic-history';
 import { TopicPosition } from '../protocol/topic-position';
 
@@ -102,15 +102,16 @@ export class TopicLog {
   private readonly head: Buffer;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A topic's history lives on its partition's link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     nodeId: string,
     private readonly size: number,
     private readonly ttlMs: number,
     private readonly maxBytes: number,
   ) {
-    this.appendScript = link.script('gatewayTopicAppend', 2, APPEND);
-    this.readScript = link.script('gatewayTopicRead', 2, READ);
+    this.appendScript = shards.script('gatewayTopicAppend', 2, APPEND);
+    this.readScript = shards.script('gatewayTopicRead', 2, READ);
     this.head = originHead(nodeId);
   }
 
@@ -120,7 +121,8 @@ export class TopicLog {
    * ClusterUnavailableError (503 `cluster_unavailable`, SPEC §12.4).
    */
   async append(topic: string, payload: Buffer): Promise<LoggedMessage> {
-    if (!this.link.isUp) throw NOT_APPENDED;
+    const link = this.shards.ofName(topic);
+    if (!link.isUp) throw NOT_APPENDED;
     const args = [
       this.head,
       payload,
@@ -128,7 +130,7 @@ export class TopicLog {
       this.ttlMs,
       newEpoch(),
       this.names.channel('t', topic),
-      this.link.instance,
+      link.instance,
       this.maxBytes,
     ];
     const [epoch, offset] = (await this.appendScript(this.keys(topic), args).catch(() =>
@@ -147,7 +149,7 @@ export class TopicLog {
       [] | [string, number, string, Array<[string, string[]]>];
     if (reply.length === 0) return null;
     const [epoch, offset, instance, rows] = reply;
-    if (instance !== this.link.instance) return STALE;
+    if (instance !== this.shards.ofName(topic).instance) return STALE;
     return {
       epoch,
       offset,
@@ -161,11 +163,12 @@ export class TopicLog {
 
   /** What the history in Redis says of a topic, stale or not; null when it holds none. */
   async positionSeen(topic: string): Promise<LogPosition | null> {
-    const [epoch, offset, instance] = (await this.link.timed(
+    const link = this.shards.ofName(topic);
+    const [epoch, offset, instance] = (await link.timed(
       'hmget',
-      this.link.command.hmget(this.keys(topic)[0], 'e', 'o', 'r'),
+      link.command.hmget(this.keys(topic)[0], 'e', 'o', 'r'),
     )) as [string | null, string | null, string | null];
-    return epoch === null ? null : { epoch, offset: Number(offset), isStale: instance !== this.link.instance };
+    return epoch === null ? null : { epoch, offset: Number(offset), isStale: instance !== link.instance };
   }
 
   /**
@@ -174,19 +177,19 @@ export class TopicLog {
    * TOPIC_HISTORY_TTL ago, so it may have rolled back to before the topic's
    * history existed (SPEC §13.1).
    */
-  mayHaveRolledBack(): boolean {
-    const replacedAt = this.link.replacedAt;
+  mayHaveRolledBack(topic: string): boolean {
+    const replacedAt = this.shards.ofName(topic).replacedAt;
     return replacedAt !== null && Date.now() - replacedAt < this.ttlMs;
   }
 
   /** SPEC §13.1: this node delivered more of a topic than Redis now holds. */
-  rolledBack(evidence: string): void {
-    this.link.reportRollback(evidence);
+  rolledBack(topic: string, evidence: string): void {
+    this.shards.ofName(topic).reportRollback(evidence);
   }
 
   /** SPEC §13.1: the appends so far reached REDIS_WAIT_REPLICAS replicas, else 503 (ClusterUnavailableError). */
-  confirm(): Promise<void> {
-    return this.link.confirmWrites();
+  confirm(topic: string): Promise<void> {
+    return this.shards.ofName(topic).confirmWrites();
   }
 
   /**
@@ -195,8 +198,8 @@ export class TopicLog {
    * another node: the publisher's reply and the channel arrive on two
    * connections).
    */
-  awaitInFlight(): Promise<void> {
-    return this.link.syncSubscriber();
+  awaitInFlight(topic: string): Promise<void> {
+    return this.shards.ofName(topic).syncSubscriber();
   }
 
   /**
@@ -212,7 +215,7 @@ export class TopicLog {
   async kept(topic: string): Promise<KeptHistory> {
     const [at, length] = await Promise.all([
       this.position(topic),
-      this.link.command.xlen(this.names.topicHistory(topic)),
+      this.shards.ofName(topic).command.xlen(this.names.topicHistory(topic)),
     ]);
     return { epoch: at.epoch, offset: at.offset, kept: at.epoch === null ? 0 : length };
   }

@@ -28,8 +28,8 @@ import { RedisNodeQueries } from './redis-node-queries';
 export class QueriesModule {}
 
 async function openNodeQueries(cluster: ClusterContext): Promise<NodeQueries> {
-  if (cluster.link === null) return new LocalNodeQueries(cluster.nodeId, true);
-  const queries = new RedisNodeQueries(cluster.link, cluster.names, cluster.nodeId);
+  if (cluster.shards === null) return new LocalNodeQueries(cluster.nodeId, true);
+  const queries = new RedisNodeQueries(cluster.shards, cluster.names, cluster.nodeId);
   await queries.start();
   return queries;
 }

@@ -1,5 +1,6 @@
 import { Logger } from '@nestjs/common';
 import type { RedisLink } from '../cluster/redis-link';
+import type { RedisShards } from '../cluster/redis-shards';
 import type { ClusterNames } from '../cluster/channels';
 import type { PresenceStatus } from '../activity/activity.service';
 import { readStatuses } from '../users-lattice/cluster-statuses';
@@ -43,16 +44,21 @@ export class RedisNodeQueries extends NodeQueries {
   private nextId = 1;
   private lastSeenOthers: readonly string[] = [];
 
+  /** The control instance: the query channels and the node registry. */
+  private readonly link: RedisLink;
+
   constructor(
-    private readonly link: RedisLink,
+    /** A user's status lives on its partition's link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     nodeId: string,
     private readonly budgetMs = QUERY_BUDGET_MS,
   ) {
     super(nodeId, false);
+    this.link = shards.control;
     this.requestChannel = names.queries;
     this.replyChannel = names.queryAnswers(nodeId);
-    link.onMessage((channel, message) => {
+    this.link.onMessage((channel, message) => {
       if (channel === this.requestChannel) void this.onRequest(message);
       else if (channel === this.replyChannel) this.onReply(message);
     });
@@ -65,9 +71,9 @@ export class RedisNodeQueries extends NodeQueries {
 
   /** The status the presence scripts keep in the user's hash (one round trip); null when Redis cannot say. */
   async clusterStatusOf(userId: string): Promise<PresenceStatus | null> {
-    if (!this.link.isUp) return null;
+    if (!this.shards.ofName(userId).isUp) return null;
     try {
-      return (await readStatuses(this.link, this.names, [userId])).get(userId)![1];
+      return (await readStatuses(this.shards, this.names, [userId])).get(userId)![1];
     } catch {
       return null;
     }

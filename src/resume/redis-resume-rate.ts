@@ -1,6 +1,6 @@
 import { Logger } from '@nestjs/common';
 import { ClusterNames } from '../cluster/channels';
-import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { RESUMES_PER_WINDOW, RESUME_RATE_WINDOW_MS, ResumeRate } from './resume-rate';
 
 // KEYS: the session's resume count. Its count in this window and the window's ms left.
@@ -29,16 +29,17 @@ export class RedisResumeRate extends ResumeRate {
   private readonly countScript;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A connection's count lives on its partition's link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
   ) {
     super();
-    this.readScript = link.script('gatewayResumeRead', 1, READ_RESUMES);
-    this.countScript = link.script('gatewayResumeCount', 1, COUNT_RESUME);
+    this.readScript = shards.script('gatewayResumeRead', 1, READ_RESUMES);
+    this.countScript = shards.script('gatewayResumeCount', 1, COUNT_RESUME);
   }
 
   async admit(connectionId: string): Promise<number> {
-    if (!this.link.isUp) return 0;
+    if (!this.shards.ofName(connectionId).isUp) return 0;
     try {
       const [count, leftMs] = (await this.readScript([this.names.resumeRate(connectionId)], [])) as [number, number];
       return count < RESUMES_PER_WINDOW ? 0 : Math.max(leftMs, 1);
@@ -49,7 +50,7 @@ export class RedisResumeRate extends ResumeRate {
   }
 
   resumed(connectionId: string): void {
-    if (!this.link.isUp) return;
+    if (!this.shards.ofName(connectionId).isUp) return;
     this.countScript([this.names.resumeRate(connectionId)], [RESUME_RATE_WINDOW_MS]).catch((err: Error) =>
       this.logger.debug({ msg: 'resume not counted', error: err.message }),
     );

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterNames } from '../cluster/channels';
-import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { GONE, Whereabouts } from '../cluster/whereabouts';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
@@ -39,7 +39,7 @@ export class RedisSessionStore extends SessionStore {
   private host: SessionHost = NO_HOST;
 
   constructor(
-    link: RedisLink,
+    shards: RedisShards,
     names: ClusterNames,
     windowMs: number,
     private readonly registry: ConnectionRegistry,
@@ -48,7 +48,7 @@ export class RedisSessionStore extends SessionStore {
   ) {
     super();
     this.records = new SessionRecords(
-      link,
+      shards,
       names,
       registry.nodeId,
       windowMs,

@@ -1,5 +1,5 @@
 import { ClusterNames, partitionOf, sessionMember } from '../cluster/channels';
-import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { GONE, Whereabouts, whereaboutsOf } from '../cluster/whereabouts';
 import { SCRIPT_ORIGIN } from './session-record-scripts';
 import { REVOKE, REVOKE_USER, WATCH_USER_ORPHANS } from './user-session-scripts';
@@ -23,13 +23,14 @@ export class RedisUserSessions extends UserSessions {
   private readonly watchOrphansScript: Script;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A user's sessions live on its partition's link; the connection index on the connection id's (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
   ) {
     super();
-    this.revokeScript = link.script('gatewaySessionRevoke', 6, REVOKE);
-    this.revokeUserScript = link.script('gatewaySessionRevokeUser', null, REVOKE_USER);
-    this.watchOrphansScript = link.script('gatewaySessionWatchUserOrphans', null, WATCH_USER_ORPHANS);
+    this.revokeScript = shards.script('gatewaySessionRevoke', 6, REVOKE);
+    this.revokeUserScript = shards.script('gatewaySessionRevokeUser', null, REVOKE_USER);
+    this.watchOrphansScript = shards.script('gatewaySessionWatchUserOrphans', null, WATCH_USER_ORPHANS);
   }
 
   /**
@@ -41,7 +42,8 @@ export class RedisUserSessions extends UserSessions {
    * be reached (nothing was recorded).
    */
   override async revoke(connectionId: string): Promise<Whereabouts> {
-    const userId = await this.link.timed('get', this.link.command.get(this.names.sessionUser(connectionId)));
+    const index = this.shards.ofName(connectionId);
+    const userId = await index.timed('get', index.command.get(this.names.sessionUser(connectionId)));
     if (userId === null || userId === '') return GONE;
     const keys = [this.names.session(userId, connectionId), this.names.userSessions(userId), ...this.userKeys(userId)];
     const args = [connectionId, sessionMember(connectionId, userId), SCRIPT_ORIGIN];
@@ -69,12 +71,13 @@ export class RedisUserSessions extends UserSessions {
 
   /** SPEC §15.2: the connection ids of the sessions of `userId` that no node holds (their node drained or died). */
   override async orphanedOf(userId: string): Promise<string[]> {
-    const ids = await this.link.timed('smembers', this.link.command.smembers(this.names.userSessions(userId)));
+    const link = this.shards.ofName(userId);
+    const ids = await link.timed('smembers', link.command.smembers(this.names.userSessions(userId)));
     if (ids.length === 0) return [];
     const holders =
-      (await this.link.timed(
+      (await link.timed(
         'hget',
-        this.link.command.pipeline(ids.map((id) => ['hget', this.names.session(userId, id), 'n'])).exec(),
+        link.command.pipeline(ids.map((id) => ['hget', this.names.session(userId, id), 'n'])).exec(),
       )) ?? [];
     return ids.filter((_, i) => holders[i]?.[1] === '');
   }
@@ -110,8 +113,9 @@ export class RedisUserSessions extends UserSessions {
     more: (ids: readonly string[]) => readonly string[] = () => [],
   ): Promise<unknown> {
     const set = this.names.userSessions(userId);
+    const link = this.shards.ofName(userId);
     for (let tries = 0; tries < USER_SET_TRIES; tries++) {
-      const ids = await this.link.timed('smembers', this.link.command.smembers(set));
+      const ids = await link.timed('smembers', link.command.smembers(set));
       if (ids.length === 0) return [];
       const allKeys = [set, ...keys, ...ids.map((id) => this.names.session(userId, id))];
       const reply = await script(allKeys, [...args, ...ids, ...more(ids)]);

@@ -36,13 +36,13 @@ export class ResumeModule {}
 
 /** In memory on one node, in Redis in cluster mode. */
 function resumeRateFor(cluster: ClusterContext, registry: ConnectionRegistry): ResumeRate {
-  return cluster.link === null ? new MemoryResumeRate(registry) : new RedisResumeRate(cluster.link, cluster.names);
+  return cluster.shards === null ? new MemoryResumeRate(registry) : new RedisResumeRate(cluster.shards, cluster.names);
 }
 
 /** Recorded in Redis in cluster mode with resumable sessions; otherwise only this node's registry knows them. */
 function userSessionsFor(cluster: ClusterContext, config: GatewayConfig): UserSessions {
-  return cluster.link !== null && isResumeOffered(config)
-    ? new RedisUserSessions(cluster.link, cluster.names)
+  return cluster.shards !== null && isResumeOffered(config)
+    ? new RedisUserSessions(cluster.shards, cluster.names)
     : new MemoryUserSessions();
 }
 
@@ -54,7 +54,7 @@ function sessionStoreFor(
   broker: Broker,
   parts: SessionParts,
 ): SessionStore {
-  return cluster.link !== null && isResumeOffered(config)
-    ? new RedisSessionStore(cluster.link, cluster.names, config.resume.windowMs, registry, broker, parts)
+  return cluster.shards !== null && isResumeOffered(config)
+    ? new RedisSessionStore(cluster.shards, cluster.names, config.resume.windowMs, registry, broker, parts)
     : new LocalSessionStore();
 }

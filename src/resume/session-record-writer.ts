@@ -3,6 +3,7 @@ import { ClusterNames, partitionOf, sessionMember } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { PartitionBatch } from '../cluster/partition-batch';
 import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { Moved, movedTo } from '../cluster/whereabouts';
 import {
   HeldSession,
@@ -73,27 +74,33 @@ export class SessionRecordWriter {
   private isStopped = false;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A record lives on its user's partition's link (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     private readonly nodeId: string,
     private readonly windowMs: number,
     private readonly held: () => Iterable<HeldSession>,
     private readonly restart: () => Iterable<[SessionStart, SessionSubscriptions]>,
   ) {
-    link.script(this.writeStartName, 4, WRITE_START);
-    link.script(this.writeChangeName, 1, WRITE_CHANGE);
+    shards.script(this.writeStartName, 4, WRITE_START);
+    shards.script(this.writeChangeName, 1, WRITE_CHANGE);
     // After a reconnection Redis may have lost the records (or missed changes made while it was down),
     // and a session may have been revoked meanwhile: settled before this node delivers anything again.
-    link.onSettle(async () => {
-      this.written.clear();
-      // A session another node took over meanwhile is forgotten by the flush (its notice follows).
-      const rewrites = [...this.restart()].map(([start, subscriptions]) =>
-        this.rewrite(start, subscriptions).catch(() => undefined),
-      );
-      await Promise.all(rewrites);
-    });
+    for (const link of shards.data) link.onSettle(() => this.rewriteOn(link));
     this.refreshTimer = setInterval(() => void this.refresh(), REFRESH_MS);
     this.refreshTimer.unref();
+  }
+
+  /** The records on `link`, written again after its reconnection. */
+  private async rewriteOn(link: RedisLink): Promise<void> {
+    const isOnLink = (userId: string | undefined) => userId !== undefined && this.shards.ofName(userId) === link;
+    for (const connectionId of this.written.keys())
+      if (isOnLink(this.userOf.get(connectionId))) this.written.delete(connectionId);
+    // A session another node took over meanwhile is forgotten by the flush (its notice follows).
+    const rewrites = [...this.restart()]
+      .filter(([start]) => isOnLink(start.userId))
+      .map(([start, subscriptions]) => this.rewrite(start, subscriptions).catch(() => undefined));
+    await Promise.all(rewrites);
   }
 
   /** A session started (its hello is about to go): resolves once its record is in Redis. */
@@ -150,7 +157,8 @@ export class SessionRecordWriter {
 
   /** Resolves to {@link Moved} when another node took the session over meanwhile (nothing written). */
   private queue(connectionId: string, change: Change): Promise<Moved | undefined> {
-    if (this.isStopped || !this.link.isWritable) return NOTHING_MOVED;
+    const userId = change.start?.userId ?? this.userOf.get(connectionId);
+    if (this.isStopped || (userId !== undefined && !this.shards.ofName(userId).isWritable)) return NOTHING_MOVED;
     if (change.start !== undefined) this.userOf.set(connectionId, change.start.userId);
     const known = this.pending.get(connectionId);
     this.pending.set(connectionId, { ...known, ...change });
@@ -172,7 +180,7 @@ export class SessionRecordWriter {
     const batch = [...this.pending];
     this.pending.clear();
     if (this.isStopped) return flushed;
-    const writes = new PartitionBatch(this.link);
+    const writes = new PartitionBatch(this.shards);
     /** Batch index of each change script → its session. */
     const changes = new Map<number, string>();
     /** Batch index of each start script → its session. */
@@ -219,8 +227,8 @@ export class SessionRecordWriter {
     }
     if (writes.size === 0) return flushed;
     try {
-      const replies = await this.link.timed('session records', writes.exec());
-      await this.link.confirmWrites().catch(() => (flushed.isConfirmed = false));
+      const replies = await this.shards.control.timed('session records', writes.exec());
+      await writes.confirmWrites().catch(() => (flushed.isConfirmed = false));
       for (const [index, connectionId] of starts) {
         // Revoked while this node could not hear of it (SPEC §12.6): its copy ends here too, never written back.
         if (replies[index]?.[1] !== -1) continue;
@@ -275,13 +283,15 @@ export class SessionRecordWriter {
    * detached records expire after their window.
    */
   private async refresh(): Promise<void> {
-    if (this.isStopped || !this.link.isUp) return;
-    const expires = new PartitionBatch(this.link);
+    if (this.isStopped) return;
+    const expires = new PartitionBatch(this.shards);
     const users = new Set<string>();
     const partitions = new Set<number>();
     for (const session of this.held()) {
       const { connectionId, userId } = session;
       const partition = partitionOf(userId);
+      // A link that is down: its sessions' keys are written again after its reconnection.
+      if (!this.shards.of(partition).isUp || !this.shards.ofName(connectionId).isUp) continue;
       partitions.add(partition);
       if (!users.has(userId)) expires.add(partition, 'pexpire', [this.names.userSessions(userId), this.keepMs]);
       users.add(userId);

@@ -1,3 +1,4 @@
+import { RedisShards } from '../cluster/redis-shards';
 import { partitionTag } from '../cluster/partition-tags';
 import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
@@ -36,6 +37,7 @@ function fakeLink(): { link: RedisLink; pipelines: Array<Array<[string, ...unkno
     onUp: () => undefined,
     onSettle: () => undefined,
     timed: <T>(_: string, pending: Promise<T>) => pending,
+    confirmWrites: () => Promise.resolve(),
   } as unknown as RedisLink;
   return { link, pipelines };
 }
@@ -52,7 +54,7 @@ describe(SessionRecords.name, () => {
 
   it('writes a session once per tick, then only what changed in its subscriptions', async () => {
     const { link, pipelines } = fakeLink();
-    records = new SessionRecords(link, new ClusterNames('p:'), 'nodeA', 30_000, () => []);
+    records = new SessionRecords(new RedisShards(link), new ClusterNames('p:'), 'nodeA', 30_000, () => []);
     const start = {
       connectionId: 'nodeA-x',
       digest: 'D',
@@ -124,7 +126,7 @@ describe(SessionRecords.name, () => {
 
   it('writes nothing for a session it no longer holds', async () => {
     const { link, pipelines } = fakeLink();
-    records = new SessionRecords(link, new ClusterNames('p:'), 'nodeA', 30_000, () => []);
+    records = new SessionRecords(new RedisShards(link), new ClusterNames('p:'), 'nodeA', 30_000, () => []);
     records.writer.forget('nodeA-y');
     await records.writer.changed('nodeA-y', subscriptions(['t'], [], null));
     expect(pipelines.flat()).toEqual([]);
@@ -148,7 +150,7 @@ describe('SessionRecords on Redis, a copy another node took over', () => {
     if (!(await link.open(3000)))
       throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
-    const records = new SessionRecords(link, names, nodeId, 30_000, () => []);
+    const records = new SessionRecords(new RedisShards(link), names, nodeId, 30_000, () => []);
     all.push(records);
     return { records, link };
   }
@@ -222,7 +224,7 @@ describe('SessionRecords on Redis: what a record holds', () => {
     if (!(await link.open(3000)))
       throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
-    const records = new SessionRecords(link, names, 'nodeA', 30_000, () => []);
+    const records = new SessionRecords(new RedisShards(link), names, 'nodeA', 30_000, () => []);
     all.push(records);
     const answer = JSON.stringify({ user_id: 'ann', blob: 'x'.repeat(8 * 1024 - 40) });
     await records.writer.started(
@@ -264,9 +266,9 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     if (!(await link.open(3000)))
       throw new Error(`no Redis at ${REDIS_URL}: start one (redis-server) to run this spec`);
     links.push(link);
-    const records = new SessionRecords(link, names, nodeId, 30_000, () => []);
+    const records = new SessionRecords(new RedisShards(link), names, nodeId, 30_000, () => []);
     all.push(records);
-    return { records, users: new RedisUserSessions(link, names), link };
+    return { records, users: new RedisUserSessions(new RedisShards(link), names), link };
   }
 
   const startOf = (connectionId: string, userId: string, token: string, authJson = `{"user_id":"${userId}"}`) => ({
@@ -352,8 +354,8 @@ describe('SessionRecords: endpoint 8 and user-wide revocation cost what the user
     const link = new RedisLink(redis.url, new GatewayMetrics(), 'nodeB');
     if (!(await link.open(3000))) throw new Error('private redis-server did not answer');
     links.push(link);
-    all.push(new SessionRecords(link, names, 'nodeB', 30_000, () => []));
-    const users = new RedisUserSessions(link, names);
+    all.push(new SessionRecords(new RedisShards(link), names, 'nodeB', 30_000, () => []));
+    const users = new RedisUserSessions(new RedisShards(link), names);
     const r = link.command;
     // 3,000 orphaned sessions of other users, as a dead node leaves them (built directly: the scripts' own shape).
     const pipeline = r.pipeline();

@@ -1,7 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { ClusterNames, parseSessionMember, partitionOf, sessionMember } from '../cluster/channels';
 import { PartitionWalk } from '../cluster/partition-walk';
-import { RedisLink } from '../cluster/redis-link';
+import { RedisShards } from '../cluster/redis-shards';
 import { GONE, ORPHANED, Whereabouts, whereaboutsOf } from '../cluster/whereabouts';
 import { TopicPosition } from '../protocol/topic-position';
 import {
@@ -48,20 +48,21 @@ export class SessionRecords {
   private isStopped = false;
 
   constructor(
-    private readonly link: RedisLink,
+    /** A session's keys live on its user's partition's link; its connection index on the connection id's (SPEC §13.4). */
+    private readonly shards: RedisShards,
     private readonly names: ClusterNames,
     private readonly nodeId: string,
     windowMs: number,
     held: () => Iterable<HeldSession>,
     restart: () => Iterable<[SessionStart, SessionSubscriptions]> = () => [],
   ) {
-    this.writer = new SessionRecordWriter(link, names, nodeId, windowMs, held, restart);
-    this.takeoverScript = link.script('gatewaySessionTakeover', 9, TAKEOVER);
-    this.orphanScript = link.script('gatewaySessionOrphan', 5, ORPHAN);
-    this.endOrphanScript = link.script('gatewaySessionEndOrphan', 7, END_ORPHAN);
-    this.editOrphanScript = link.script('gatewaySessionEditOrphan', 1, EDIT_ORPHAN);
-    this.endedScript = link.script('gatewaySessionEnded', 4, ENDED);
-    this.walk = new PartitionWalk(link);
+    this.writer = new SessionRecordWriter(shards, names, nodeId, windowMs, held, restart);
+    this.takeoverScript = shards.script('gatewaySessionTakeover', 9, TAKEOVER);
+    this.orphanScript = shards.script('gatewaySessionOrphan', 5, ORPHAN);
+    this.endOrphanScript = shards.script('gatewaySessionEndOrphan', 7, END_ORPHAN);
+    this.editOrphanScript = shards.script('gatewaySessionEditOrphan', 1, EDIT_ORPHAN);
+    this.endedScript = shards.script('gatewaySessionEnded', 4, ENDED);
+    this.walk = new PartitionWalk(shards);
     this.scheduleOrphanPoll();
   }
 
@@ -90,7 +91,10 @@ export class SessionRecords {
   /** Another node took the session over: it leaves this node's set (the takeover moved the rest). */
   released(connectionId: string, userId: string): void {
     const set = this.names.nodeSessions(partitionOf(userId), this.nodeId);
-    this.link.command.srem(set, sessionMember(connectionId, userId)).catch(() => undefined);
+    this.shards
+      .forKey(set)
+      .command.srem(set, sessionMember(connectionId, userId))
+      .catch(() => undefined);
   }
 
   /**
@@ -175,7 +179,8 @@ export class SessionRecords {
     const userId = await this.userOfRecord(connectionId);
     if (userId === null) return null;
     const key = this.names.session(userId, connectionId);
-    const record = await this.link.timed('hgetall', this.link.command.hgetall(key));
+    const link = this.shards.forKey(key);
+    const record = await link.timed('hgetall', link.command.hgetall(key));
     if (record.n !== '' || record.u === undefined) return null;
     const fields = Object.keys(record);
     return {
@@ -191,12 +196,15 @@ export class SessionRecords {
   async whereIs(connectionId: string): Promise<Whereabouts> {
     const userId = await this.userOfRecord(connectionId);
     if (userId === null) return GONE;
-    return whereaboutsOf(await this.link.command.hget(this.names.session(userId, connectionId), 'n'));
+    const key = this.names.session(userId, connectionId);
+    return whereaboutsOf(await this.shards.forKey(key).command.hget(key, 'n'));
   }
 
   /** The user of the session `connectionId` as the connection index has it; null when Redis knows no such session. */
   private async userOfRecord(connectionId: string): Promise<string | null> {
-    const userId = await this.link.timed('get', this.link.command.get(this.names.sessionUser(connectionId)));
+    const key = this.names.sessionUser(connectionId);
+    const link = this.shards.forKey(key);
+    const userId = await link.timed('get', link.command.get(key));
     return userId === '' ? null : userId;
   }
 
@@ -234,7 +242,8 @@ export class SessionRecords {
     if (edit.op !== 'end')
       return whereaboutsOf((await this.editOrphanScript([key], [edit.op, field, value])) as string | null);
     if (await this.endOrphan(connectionId, userId, false)) return ORPHANED; // ended in its record
-    return whereaboutsOf(await this.link.command.hget(key, 'n')); // held by a node now (it gets the command), or gone
+    // Held by a node now (it gets the command), or gone.
+    return whereaboutsOf(await this.shards.forKey(key).command.hget(key, 'n'));
   }
 
   /**
@@ -283,9 +292,10 @@ export class SessionRecords {
 
   /** Orphaned sessions whose window ended, every partition's read at once: each ends as if its connection closed then. */
   private async endOrphans(): Promise<void> {
-    if (!this.link.isUp) return;
+    const partitions = this.shards.data.filter((link) => link.isUp).flatMap((link) => this.shards.partitionsOf(link));
+    if (partitions.length === 0) return;
     try {
-      const due = await this.walk.due((partition) => this.names.orphanSessions(partition), ORPHAN_BATCH);
+      const due = await this.walk.due((partition) => this.names.orphanSessions(partition), ORPHAN_BATCH, partitions);
       const ends = due.flatMap(({ members }) =>
         members.map((member) => {
           const { connectionId, userId } = parseSessionMember(member);

@@ -1,5 +1,6 @@
 import { ClusterNames } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
+import { KeyedCommand, RedisShards } from '../cluster/redis-shards';
 import type { PresenceStatus } from '../activity/activity.service';
 
 /** `[version, status]`: the status register of SPEC §7. */
@@ -29,16 +30,15 @@ export function parseStatusMessage(payload: Buffer): StatusRegister | null {
  * when Redis may have forgotten users that left meanwhile.
  */
 export async function readStatuses(
-  link: RedisLink,
+  shards: RedisShards,
   names: ClusterNames,
   userIds: readonly string[],
   missingVersion = 0,
 ): Promise<Map<string, StatusRegister>> {
-  const replies =
-    (await link.timed(
-      'hmget',
-      link.command.pipeline(userIds.map((userId) => ['hmget', names.channel('u', userId), 's', 'ver'])).exec(),
-    )) ?? [];
+  const replies = await shards.pipeline(
+    'hmget',
+    userIds.map((userId): KeyedCommand => ['hmget', names.channel('u', userId), 's', 'ver']),
+  );
   const out = new Map<string, StatusRegister>();
   userIds.forEach((userId, i) => {
     const [status, version] = (replies[i]?.[1] ?? [null, null]) as [string | null, string | null];
@@ -52,7 +52,7 @@ export async function readStatuses(
   return out;
 }
 
-/** Redis' clock in epoch ms (the one clock of status versions, SPEC §7). */
+/** Redis' clock in epoch ms (the one clock of status versions, SPEC §7: a user's, on its partition's link). */
 export async function redisTimeMs(link: RedisLink): Promise<number> {
   const [seconds, micros] = await link.command.time();
   return Number(seconds) * 1000 + Math.floor(Number(micros) / 1000);

@@ -13,8 +13,8 @@ import { WatchLists } from './watch-lists';
 
 /** The one place that says which {@link StatusSource} this gateway runs (STYLE rule 11). */
 export function statusSourceFor(cluster: ClusterContext, lists: WatchLists, broker: Broker): StatusSource {
-  if (cluster.link === null) return new MemoryStatusSource(lists);
-  return new RedisStatusSource(lists, broker, cluster.link, cluster.names);
+  if (cluster.shards === null) return new MemoryStatusSource(lists);
+  return new RedisStatusSource(lists, broker, cluster.shards, cluster.names);
 }
 
 @Module({

@@ -4,6 +4,7 @@ import { RedisActivity } from '../../src/activity/redis-activity';
 import { LocalSessionStore } from '../../src/resume/session-store';
 import { ClusterNames, partitionOf } from '../../src/cluster/channels';
 import { RedisLink } from '../../src/cluster/redis-link';
+import { RedisShards } from '../../src/cluster/redis-shards';
 import { GONE, ORPHANED, heldBy } from '../../src/cluster/whereabouts';
 import { LatticeBody, parseLatticeBody } from '../../src/lattice/lattice-body';
 import { COMPACT_AFTER_ENTRIES, LatticeLog } from '../../src/lattice/lattice-log';
@@ -98,15 +99,16 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     redis = new Redis(server.url);
     metrics = new GatewayMetrics();
     link = new RedisLink(server.url, metrics, 'nodeA');
+    const shards = new RedisShards(link);
     // Every store of cluster mode defines its scripts on the link; those with timers are stopped before
     // the link is up, so that nothing runs in the background.
-    topics = new TopicLog(link, names, 'nodeA', 10, 60_000, 1 << 20);
-    lattices = new LatticeLog(link, names, 'nodeA', 60_000);
-    resumes = new RedisResumeRate(link, names);
-    new RedisUserSessions(link, names);
-    new SessionRecords(link, names, 'nodeA', 10_000, () => []).stop();
+    topics = new TopicLog(shards, names, 'nodeA', 10, 60_000, 1 << 20);
+    lattices = new LatticeLog(shards, names, 'nodeA', 60_000);
+    resumes = new RedisResumeRate(new RedisShards(link), names);
+    new RedisUserSessions(new RedisShards(link), names);
+    new SessionRecords(shards, names, 'nodeA', 10_000, () => []).stop();
     await new RedisActivity(
-      link,
+      shards,
       names,
       'nodeA',
       () => 0,
@@ -189,7 +191,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
       let claimed: (userId: string) => void = () => undefined;
       const inactive = new Promise<string>((resolve) => (claimed = resolve));
       const activity = new RedisActivity(
-        link,
+        new RedisShards(link),
         names,
         'nodeA',
         () => 1,
@@ -214,7 +216,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
   it("activity (SPEC §14): a refreshed identity written to the user's hash, and no hash made for a user not there", async () => {
     const errors = await redisErrorsOf(async () => {
       const activity = new RedisActivity(
-        link,
+        new RedisShards(link),
         names,
         'nodeA',
         () => 1,
@@ -253,9 +255,9 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
 
   it('session records (SPEC §12.5): start, change, takeover, end, orphans edited and ended', async () => {
     const errors = await redisErrorsOf(async () => {
-      const a = new SessionRecords(link, names, 'nodeA', 60_000, () => []);
-      const b = new SessionRecords(link, names, 'nodeB', 60_000, () => []);
-      const short = new SessionRecords(link, names, 'nodeC', 50, () => []); // a 50 ms window
+      const a = new SessionRecords(new RedisShards(link), names, 'nodeA', 60_000, () => []);
+      const b = new SessionRecords(new RedisShards(link), names, 'nodeB', 60_000, () => []);
+      const short = new SessionRecords(new RedisShards(link), names, 'nodeC', 50, () => []); // a 50 ms window
       try {
         await a.writer.started(startOf('nodeA-1', 'ann', 'D1'), subscriptionsOf(['t1']));
         await a.writer.changed('nodeA-1', subscriptionsOf(['t1', 't2']));
@@ -291,9 +293,9 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
 
   it("a user's sessions (SPEC §12.6, endpoint 8): revoked one by one and all at once, orphans watching", async () => {
     const errors = await redisErrorsOf(async () => {
-      const a = new SessionRecords(link, names, 'nodeA', 60_000, () => []);
-      const d = new SessionRecords(link, names, 'nodeD', 60_000, () => []);
-      const users = new RedisUserSessions(link, names);
+      const a = new SessionRecords(new RedisShards(link), names, 'nodeA', 60_000, () => []);
+      const d = new SessionRecords(new RedisShards(link), names, 'nodeD', 60_000, () => []);
+      const users = new RedisUserSessions(new RedisShards(link), names);
       try {
         await a.writer.started(startOf('nodeA-4', 'dan', 'D6'), subscriptionsOf([]));
         await a.writer.started(startOf('nodeA-5', 'dan', 'D7'), subscriptionsOf([]));

@@ -2,6 +2,7 @@ import Redis from 'ioredis';
 import { ChildGateway } from './child-gateway';
 import { FakeUpstream } from './fake-upstream';
 import { connectionIdOf } from './v1';
+import { testShardsEnv } from './test-redis';
 import { waitFor } from './wait';
 import { Frame, WsClient } from './ws-client';
 
@@ -31,6 +32,7 @@ export class ProcessCluster {
       {
         UPSTREAM_URL: this.upstream.url,
         REDIS_URL: this.redisUrl,
+        ...testShardsEnv(),
         REDIS_PREFIX: this.prefix,
         NODE_ID: nodeId,
         LOG_LEVEL: 'info',

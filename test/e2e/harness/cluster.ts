@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { FakeUpstream } from './fake-upstream';
 import { TestGateway, startTestGateway } from './gateway';
-import { DEFAULT_TEST_REDIS_URL } from './test-redis';
+import { DEFAULT_TEST_REDIS_URL, testShardsEnv } from './test-redis';
 
 /** Redis of the test run: TEST_REDIS_URL, else 6379; globalSetup starts a private one when none answers there. */
 export const TEST_REDIS_URL = process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL;
@@ -33,7 +33,7 @@ export async function startTestCluster(count: number, env: Record<string, string
       const nodeId = `node${String.fromCharCode(65 + i)}`;
       nodes.push(
         await startTestGateway(
-          { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId, ...env },
+          { REDIS_URL: TEST_REDIS_URL, ...testShardsEnv(), REDIS_PREFIX: prefix, NODE_ID: nodeId, ...env },
           undefined,
           upstream,
         ),

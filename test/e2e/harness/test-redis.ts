@@ -13,6 +13,7 @@ export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
  * the run fails at once with one line saying what to install.
  */
 export async function ensureTestRedis(): Promise<void> {
+  await ensureTopology();
   const url = new URL(process.env.TEST_REDIS_URL ?? DEFAULT_TEST_REDIS_URL);
   if (await answersPing(url.hostname, Number(url.port || 6379))) return;
   if (spawnSync('redis-server', ['--version'], { stdio: 'ignore' }).error !== undefined) {
@@ -24,6 +25,27 @@ export async function ensureTestRedis(): Promise<void> {
   process.env.TEST_REDIS_URL = server.url;
   // Jest keeps globalThis from globalSetup to globalTeardown (each project has its own hooks).
   started().push(server);
+}
+
+/**
+ * The Redis topology of the run's cluster specs (SPEC §13.4, issue 30's
+ * matrix): `TEST_REDIS_TOPOLOGY=shards` starts three private shards for the
+ * run and names them in TEST_REDIS_SHARDS, which every test cluster passes as
+ * REDIS_SHARDS (REDIS_URL stays the control instance); unset or `one`: one Redis.
+ */
+async function ensureTopology(): Promise<void> {
+  const topology = process.env.TEST_REDIS_TOPOLOGY ?? 'one';
+  if (topology === 'one' || process.env.TEST_REDIS_SHARDS !== undefined) return;
+  if (topology !== 'shards') throw new Error(`TEST_REDIS_TOPOLOGY=${topology}: expected one or shards`);
+  const shards = await Promise.all([0, 1, 2].map(() => RedisServer.start()));
+  started().push(...shards);
+  process.env.TEST_REDIS_SHARDS = shards.map((server) => server.url).join(' ');
+}
+
+/** REDIS_SHARDS for the run's test clusters: `{ REDIS_SHARDS }` on the shards topology, else nothing. */
+export function testShardsEnv(): Record<string, string> {
+  const shards = process.env.TEST_REDIS_SHARDS;
+  return shards === undefined ? {} : { REDIS_SHARDS: shards };
 }
 
 /** Stop every redis-server {@link ensureTestRedis} started in this run (globalTeardown). */
