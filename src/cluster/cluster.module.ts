@@ -44,13 +44,11 @@ export class ClusterModule implements OnApplicationShutdown {
 async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Promise<ClusterContext> {
   const names = new ClusterNames(config.redisPrefix);
   if (config.redisUrl === null) return new ClusterContext(null, names, config.nodeId, null);
-  // Until every feature reaches its partitions through RedisShards (issue 30 in progress).
-  if (config.redisShards.length > 0) throw new ConfigError(['REDIS_SHARDS: not supported by this build yet']);
   const logger = new Logger(ClusterModule.name);
   const link = new RedisLink(config.redisUrl, metrics, config.nodeId, config.redisWait);
   const shards = new RedisShards(
     link,
-    config.redisShards.map((url) => new RedisLink(url, metrics, config.nodeId, config.redisWait)),
+    config.redisShards.map((url, i) => new RedisLink(url, metrics, config.nodeId, config.redisWait, String(i + 1))),
   );
   const liveness = new NodeLiveness(link, names, config.nodeId);
   const opened = await Promise.all(shards.all.map((one) => one.open(STARTUP_WAIT_MS)));

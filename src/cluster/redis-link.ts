@@ -72,6 +72,8 @@ export class RedisLink {
     private readonly metrics: GatewayMetrics,
     nodeId: string,
     private readonly wait: RedisWait = { replicas: 0, timeoutMs: 0 },
+    /** The `shard` label of its metrics (SPEC §13.6): `control` for REDIS_URL, 1…N for REDIS_SHARDS. */
+    private readonly shard = 'control',
   ) {
     const options: RedisOptions = {
       enableOfflineQueue: false,
@@ -84,6 +86,7 @@ export class RedisLink {
     };
     const target = redisTargetOf(url);
     this.address = redisUrlForLog(url, target);
+    metrics.redisUp.labels(shard).set(0);
     this.command = createRedisClient(target, options);
     this.subscriber = createRedisClient(target, options);
     this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);
@@ -306,7 +309,7 @@ export class RedisLink {
 
   /** Time a command's round trip into gateway_redis_command_duration_seconds. */
   async timed<T>(command: string, pending: Promise<T>): Promise<T> {
-    const end = this.metrics.redisCommandDuration.startTimer({ command });
+    const end = this.metrics.redisCommandDuration.startTimer({ command, shard: this.shard });
     try {
       return await pending;
     } finally {
@@ -356,7 +359,7 @@ export class RedisLink {
     }
     this.isUpNow = true;
     this.hasBeenUp = true;
-    this.metrics.redisUp.set(1);
+    this.metrics.redisUp.labels(this.shard).set(1);
     this.loggedCause = null;
     this.logger.log({ msg: 'redis up', redis: this.address, channels: this.channels.size });
     await this.announce();
@@ -388,7 +391,7 @@ export class RedisLink {
     if (!this.isUpNow) return;
     this.isUpNow = false;
     this.downAt = Date.now();
-    this.metrics.redisUp.set(0);
+    this.metrics.redisUp.labels(this.shard).set(0);
     if (!this.isClosing)
       this.logger.warn({
         msg: 'redis down',

@@ -4,7 +4,8 @@ import { ClusterContext } from './cluster-context';
 
 /**
  * Readiness detail of cluster mode (SPEC §10–11): `cluster.redis` is `up` or
- * `down`, and the indicator itself stays up: every node shares one Redis, so
+ * `down` (with REDIS_SHARDS, `shards` lists each shard's, SPEC §13.4), and
+ * the indicator itself stays up: every node shares the same Redis, so
  * failing readiness on it would take the whole service out of the balancer.
  */
 @Injectable()
@@ -15,8 +16,12 @@ export class RedisHealth {
   ) {}
 
   check(): HealthIndicatorResult {
-    const link = this.cluster.link;
-    if (link === null) return {};
-    return this.indicators.check('cluster').up({ redis: link.isUp ? 'up' : 'down', node_id: this.cluster.nodeId });
+    const shards = this.cluster.shards;
+    if (shards === null) return {};
+    const state = (isUp: boolean) => (isUp ? 'up' : 'down');
+    const data = shards.data.includes(shards.control) ? {} : { shards: shards.data.map((link) => state(link.isUp)) };
+    return this.indicators
+      .check('cluster')
+      .up({ redis: state(shards.control.isUp), ...data, node_id: this.cluster.nodeId });
   }
 }

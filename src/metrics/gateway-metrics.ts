@@ -128,7 +128,8 @@ export class GatewayMetrics {
   // `gateway_redis_up 0` would fire every "Redis down" alert. Registered by the constructor.
   readonly redisUp = new Gauge({
     name: 'gateway_redis_up',
-    help: '1 while both Redis connections are ready (cluster mode)',
+    help: '1 while both connections of a Redis link are ready (cluster mode; shard: control = REDIS_URL, 1…N = REDIS_SHARDS)',
+    labelNames: ['shard'] as const,
     registers: [],
   });
   readonly redisReconnects = new Counter({
@@ -143,8 +144,8 @@ export class GatewayMetrics {
   });
   readonly redisCommandDuration = new Histogram({
     name: 'gateway_redis_command_duration_seconds',
-    help: 'Redis command round trips by command',
-    labelNames: ['command'] as const,
+    help: 'Redis command round trips by command and link (shard: control = REDIS_URL, 1…N = REDIS_SHARDS)',
+    labelNames: ['command', 'shard'] as const,
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
     registers: [],
   });

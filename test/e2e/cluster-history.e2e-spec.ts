@@ -537,10 +537,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
   });
 
   async function waitUp(node: TestGateway): Promise<void> {
-    await untilMetric(node.apiUrl, 'gateway_redis_up', (v) => v === 1, 10_000);
+    await untilMetric(node.apiUrl, 'gateway_redis_up{shard="control"}', (v) => v === 1, 10_000);
   }
 
   async function waitDown(node: TestGateway): Promise<void> {
-    await untilMetric(node.apiUrl, 'gateway_redis_up', (v) => v === 0, 10_000);
+    await untilMetric(node.apiUrl, 'gateway_redis_up{shard="control"}', (v) => v === 0, 10_000);
   }
 });

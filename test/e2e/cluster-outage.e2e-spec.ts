@@ -61,7 +61,7 @@ describe('cluster: Redis outage and recovery (SPEC §11)', () => {
     await redis.kill();
     await untilRedis(a.apiUrl, 'down');
     await untilRedis(b.apiUrl, 'down');
-    expect(await (await fetch(a.apiUrl + '/metrics')).text()).toMatch(/^gateway_redis_up 0$/m);
+    expect(await (await fetch(a.apiUrl + '/metrics')).text()).toMatch(/^gateway_redis_up{shard="control"} 0$/m);
     // Local delivery, calls and authorization keep working.
     expect(await status(a.apiUrl, 'POST', '/v1/publish/room', { during: 'outage' })).toBe(204);
     expect(await alice.client.next()).toEqual(['message', { topic: 'room' }, { during: 'outage' }]);

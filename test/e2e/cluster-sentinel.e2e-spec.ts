@@ -138,7 +138,7 @@ describe('cluster on a Sentinel-managed Redis: the primary is SIGKILLed (SPEC §
       const metrics = await scrapeMetrics(node.apiUrl);
       expect([
         node.apiUrl,
-        metrics.value('gateway_redis_up'),
+        metrics.value('gateway_redis_up{shard="control"}'),
         metrics.value('gateway_redis_failovers_total') >= 1,
       ]).toEqual([node.apiUrl, 1, true]);
     }
@@ -194,7 +194,7 @@ describe('cluster on a Sentinel-managed Redis: the primary is SIGKILLed (SPEC §
           (value) => value > failoversBefore[i],
           leftUntil(deadline),
         );
-        expect((await scrapeMetrics(node.apiUrl)).value('gateway_redis_up')).toBe(1);
+        expect((await scrapeMetrics(node.apiUrl)).value('gateway_redis_up{shard="control"}')).toBe(1);
       }
     } finally {
       sentinel.resumePaused();
@@ -330,6 +330,6 @@ async function expectRunningWithRedisDown(node: ChildGateway): Promise<void> {
     200,
     expect.objectContaining({ info: expect.objectContaining({ cluster: expect.objectContaining({ redis: 'down' }) }) }),
   ]);
-  expect((await scrapeMetrics(node.apiUrl)).value('gateway_redis_up')).toBe(0);
+  expect((await scrapeMetrics(node.apiUrl)).value('gateway_redis_up{shard="control"}')).toBe(0);
   expect((await fetch(node.publicUrl + '/health/live')).status).toBe(200);
 }
