@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { ClusterNames } from '../../src/cluster/channels';
 import { TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
+import { itOnOneRedis, topologyRedis } from './harness/topology-redis';
 import { TestGateway } from './harness/gateway';
 import { untilRedisHas } from './harness/cluster-nodes';
 import { api } from './harness/http';
@@ -45,7 +46,10 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     redisUrl = TEST_REDIS_URL,
   ): Promise<[TestGateway, TestGateway]> {
     cluster = await startTestCluster(2, { REDIS_URL: redisUrl, ...env });
-    redis = new Redis(redisUrl, { maxRetriesPerRequest: 1 });
+    redis =
+      redisUrl === TEST_REDIS_URL
+        ? topologyRedis({ maxRetriesPerRequest: 1 })
+        : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     return [cluster.nodes[0], cluster.nodes[1]];
   }
 
@@ -261,32 +265,35 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
   });
 
   describe('after a reconnect (12.4)', () => {
-    it('a message published while the node was cut off from Redis arrives once it is back, without a later publish', async () => {
-      ownRedis = await RedisServer.start();
-      const [a, b] = await start({}, ownRedis.url);
-      const onA = await optIn(a, 'ann');
-      const legacy = await a.helloAs('lee');
-      await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await expectPut(b.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
-      await expectPublish(b.apiUrl, 't1', 'before');
-      const [, meta] = await onA.client.next();
-      await legacy.client.next();
-      // Cut node A's subscriber off; publish through B before A has reconnected (its first retry waits 100 ms).
-      const list = (await redis.client('LIST')) as string;
-      const subscriberOfA = list
-        .split('\n')
-        .find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
-      expect(subscriberOfA).toBeDefined();
-      await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriberOfA!)![1]);
-      await expectPublish(b.apiUrl, 't1', 'while-away');
-      expect(await onA.client.next(5000)).toEqual([
-        'message',
-        { topic: 't1', offset: 2, epoch: meta.epoch },
-        'while-away',
-      ]);
-      expect(await legacy.client.next(5000)).toEqual(['message', { topic: 't1' }, 'while-away']);
-      await expectNothingMore(onA.client);
-    });
+    itOnOneRedis(
+      'a message published while the node was cut off from Redis arrives once it is back, without a later publish',
+      async () => {
+        ownRedis = await RedisServer.start();
+        const [a, b] = await start({}, ownRedis.url);
+        const onA = await optIn(a, 'ann');
+        const legacy = await a.helloAs('lee');
+        await expectPut(b.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+        await expectPut(b.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+        await expectPublish(b.apiUrl, 't1', 'before');
+        const [, meta] = await onA.client.next();
+        await legacy.client.next();
+        // Cut node A's subscriber off; publish through B before A has reconnected (its first retry waits 100 ms).
+        const list = (await redis.client('LIST')) as string;
+        const subscriberOfA = list
+          .split('\n')
+          .find((line) => line.includes('name=gateway:nodeA') && / sub=[1-9]/.test(line));
+        expect(subscriberOfA).toBeDefined();
+        await redis.client('KILL', 'ID', /\bid=(\d+)/.exec(subscriberOfA!)![1]);
+        await expectPublish(b.apiUrl, 't1', 'while-away');
+        expect(await onA.client.next(5000)).toEqual([
+          'message',
+          { topic: 't1', offset: 2, epoch: meta.epoch },
+          'while-away',
+        ]);
+        expect(await legacy.client.next(5000)).toEqual(['message', { topic: 't1' }, 'while-away']);
+        await expectNothingMore(onA.client);
+      },
+    );
   });
 
   describe('resuming from the Redis history (12.3)', () => {
@@ -482,7 +489,7 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
       await expectNothingMore(again);
     });
 
-    it('lost after its own redis-server restarted empty (new epoch)', async () => {
+    itOnOneRedis('lost after its own redis-server restarted empty (new epoch)', async () => {
       ownRedis = await RedisServer.start();
       const [a, b] = await start({}, ownRedis.url);
       const { first, cid, seen } = await seenThenDetached(a, b);
@@ -512,28 +519,31 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
   });
 
   describe('without Redis (12.4)', () => {
-    it('a publish answers 503 cluster_unavailable and reaches no connection, local ones included', async () => {
-      ownRedis = await RedisServer.start();
-      const [a] = await start({}, ownRedis.url);
-      const onA = await optIn(a, 'ann');
-      const legacy = await a.helloAs('lee');
-      await expectPut(a.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
-      await expectPut(a.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
-      await ownRedis.kill();
-      await waitDown(a);
-      const res = await api(a.apiUrl, 'POST', '/v1/publish/t1', '"lost"');
-      expect(res.status).toBe(503);
-      expect(JSON.parse(res.text)).toEqual({ error: 'cluster_unavailable', message: expect.any(String) });
-      const batch = await api(a.apiUrl, 'POST', '/v1/batch', {
-        commands: [{ method: 'POST', path: '/v1/publish/t1', body: 1 }],
-      });
-      expect(batch.status).toBe(200);
-      expect((JSON.parse(batch.text) as { results: unknown[] }).results).toEqual([
-        { status: 503, error: 'cluster_unavailable', message: expect.any(String) },
-      ]);
-      await expectNothingMore(onA.client);
-      await expectNothingMore(legacy.client);
-    });
+    itOnOneRedis(
+      'a publish answers 503 cluster_unavailable and reaches no connection, local ones included',
+      async () => {
+        ownRedis = await RedisServer.start();
+        const [a] = await start({}, ownRedis.url);
+        const onA = await optIn(a, 'ann');
+        const legacy = await a.helloAs('lee');
+        await expectPut(a.apiUrl, `/v1/connection/${onA.cid}/subscriptions/t1`);
+        await expectPut(a.apiUrl, `/v1/connection/${legacy.cid}/subscriptions/t1`);
+        await ownRedis.kill();
+        await waitDown(a);
+        const res = await api(a.apiUrl, 'POST', '/v1/publish/t1', '"lost"');
+        expect(res.status).toBe(503);
+        expect(JSON.parse(res.text)).toEqual({ error: 'cluster_unavailable', message: expect.any(String) });
+        const batch = await api(a.apiUrl, 'POST', '/v1/batch', {
+          commands: [{ method: 'POST', path: '/v1/publish/t1', body: 1 }],
+        });
+        expect(batch.status).toBe(200);
+        expect((JSON.parse(batch.text) as { results: unknown[] }).results).toEqual([
+          { status: 503, error: 'cluster_unavailable', message: expect.any(String) },
+        ]);
+        await expectNothingMore(onA.client);
+        await expectNothingMore(legacy.client);
+      },
+    );
   });
 
   async function waitUp(node: TestGateway): Promise<void> {

@@ -1,6 +1,7 @@
 import Redis from 'ioredis';
 import { ClusterNames } from '../../src/cluster/channels';
 import { TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
+import { topologyRedis } from './harness/topology-redis';
 import { api } from './harness/http';
 import { Frame, WsClient } from './harness/ws-client';
 
@@ -29,7 +30,7 @@ describe('cluster: lattices across nodes (SPEC §11)', () => {
 
   /** A shared counter of key `room` of namespace `chat` that reaches the log but whose message is lost (no PUBLISH). */
   async function appendWithoutMessage(name: string, value: number): Promise<void> {
-    const redis = new Redis(TEST_REDIS_URL);
+    const redis = topologyRedis();
     try {
       const base = new ClusterNames(cluster.prefix).lattice('chat');
       const version = await redis.hincrby(`${base}:meta`, 'v', 1);
@@ -158,7 +159,7 @@ describe('cluster: LATTICE_RETENTION (SPEC §1, §11)', () => {
   let redis: Redis;
   beforeEach(async () => {
     cluster = await startTestCluster(2, { LATTICE_RETENTION: '3s' });
-    redis = new Redis(TEST_REDIS_URL);
+    redis = topologyRedis();
   });
   afterEach(async () => {
     redis.disconnect();

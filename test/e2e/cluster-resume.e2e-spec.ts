@@ -2,6 +2,8 @@ import Redis from 'ioredis';
 import { ClusterNames } from '../../src/cluster/channels';
 import { ChildGateway } from './harness/child-gateway';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
+import { testShardsEnv } from './harness/test-redis';
+import { itOnOneRedis, topologyRedis } from './harness/topology-redis';
 import { ProcessCluster, StatusMirror, untilRedisHas, untilRedisState } from './harness/cluster-nodes';
 import { RedisServer } from './harness/redis-server';
 import { FakeUpstream } from './harness/fake-upstream';
@@ -162,7 +164,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       const { client, cid } = await optIn(a, 'ann');
       await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
       // The takeover by node B as node A sees it before the notice arrives: the record names B.
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       try {
         await redis.hset(new ClusterNames(c.prefix).session('ann', cid), 'n', 'nodeB');
         await expectPut(x.apiUrl, `/v1/connection/${cid}/subscriptions/t2`);
@@ -251,7 +253,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       await untilMetric(a.apiUrl, 'gateway_sessions_detached', (v) => v === 1);
       await dropConnection(newer.client);
       // The older one ends as its window end would: its record goes from Redis.
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       try {
         await untilRedisHas(
           redis,
@@ -293,7 +295,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       }
       expect(authRequests(c.upstream)).toBe(auths);
       // One small key of the session, gone with its window.
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       try {
         const rate = new ClusterNames(c.prefix).resumeRate(cid);
         expect(await redis.get(rate)).toBe('10'); // the resumes that succeeded; refused ones count nothing
@@ -322,7 +324,7 @@ describe('cluster: resumable sessions (SPEC §12.5)', () => {
       expect(helloMeta(expired.hello)).toMatchObject({ resumed: false });
       expect((await scrapeMetrics(a.apiUrl)).value('gateway_resumes_total{result="expired"}')).toBe(1);
       await expectNothingMore(expired.client);
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       try {
         expect(await redis.exists(new ClusterNames(c.prefix).session('ann', cid))).toBe(0);
       } finally {
@@ -352,7 +354,7 @@ handlers:
       for (const nodeId of ['nodeA', 'nodeB'])
         nodes.push(
           await startTestGateway(
-            { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: nodeId },
+            { REDIS_URL: TEST_REDIS_URL, ...testShardsEnv(), REDIS_PREFIX: prefix, NODE_ID: nodeId },
             handlers,
             upstream,
           ),
@@ -393,38 +395,46 @@ handlers:
       await redis.kill();
     });
 
-    it("the holder writes its sessions' records again: they resume on another node with their subscriptions", async () => {
-      redis = await RedisServer.start();
-      upstream = await FakeUpstream.start();
-      const prefix = randomPrefix();
-      for (const nodeId of ['nodeA', 'nodeB'])
-        nodes.push(
-          await startTestGateway({ REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId }, undefined, upstream),
-        );
-      const [a, b] = nodes;
-      const { client, resume: first, cid } = await optIn(a, 'ann', { upstream, clients });
-      await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
-      await redis.kill();
-      await untilRedisState(a.apiUrl, 'down');
-      await redis.restart();
-      await untilRedisState(a.apiUrl, 'up');
-      await untilRedisState(b.apiUrl, 'up');
-      const probe = new Redis(redis.url);
-      try {
-        await untilRedisHas(
-          probe,
-          async (r) => (await r.hget(new ClusterNames(prefix).session('ann', cid), 't:t1')) !== null,
-          'the record written again',
-        );
-      } finally {
-        probe.disconnect();
-      }
-      await dropConnection(client);
-      const { client: again, hello } = await resume(b, 'ann', first.token);
-      expect(helloMeta(hello)).toMatchObject({ resumed: true });
-      await expectPublish(b.apiUrl, 't1', 'after');
-      await expectMessage(again, 't1', 'after');
-    }, 30_000);
+    itOnOneRedis(
+      "the holder writes its sessions' records again: they resume on another node with their subscriptions",
+      async () => {
+        redis = await RedisServer.start();
+        upstream = await FakeUpstream.start();
+        const prefix = randomPrefix();
+        for (const nodeId of ['nodeA', 'nodeB'])
+          nodes.push(
+            await startTestGateway(
+              { REDIS_URL: redis.url, REDIS_PREFIX: prefix, NODE_ID: nodeId },
+              undefined,
+              upstream,
+            ),
+          );
+        const [a, b] = nodes;
+        const { client, resume: first, cid } = await optIn(a, 'ann', { upstream, clients });
+        await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/t1`);
+        await redis.kill();
+        await untilRedisState(a.apiUrl, 'down');
+        await redis.restart();
+        await untilRedisState(a.apiUrl, 'up');
+        await untilRedisState(b.apiUrl, 'up');
+        const probe = new Redis(redis.url);
+        try {
+          await untilRedisHas(
+            probe,
+            async (r) => (await r.hget(new ClusterNames(prefix).session('ann', cid), 't:t1')) !== null,
+            'the record written again',
+          );
+        } finally {
+          probe.disconnect();
+        }
+        await dropConnection(client);
+        const { client: again, hello } = await resume(b, 'ann', first.token);
+        expect(helloMeta(hello)).toMatchObject({ resumed: true });
+        await expectPublish(b.apiUrl, 't1', 'after');
+        await expectMessage(again, 't1', 'after');
+      },
+      30_000,
+    );
   });
 
   describe('nodes as processes', () => {
@@ -437,7 +447,7 @@ handlers:
       prefix = randomPrefix();
       cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix, { RESUME_WINDOW: '20s' });
       watchNode = await startTestGateway(
-        { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', RESUME_WINDOW: '20s' },
+        { REDIS_URL: TEST_REDIS_URL, ...testShardsEnv(), REDIS_PREFIX: prefix, NODE_ID: 'nodeW', RESUME_WINDOW: '20s' },
         undefined,
         upstream,
       );
@@ -473,7 +483,7 @@ handlers:
       await expectPublish(other.apiUrl, 't2', 'routed');
       await expectMessage(again, 't2', 'routed');
       // Once the dead node is reaped (≤ 15 s), its presence is gone, and ann's stayed.
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       try {
         await untilRedisHas(
           redis,
@@ -575,7 +585,7 @@ handlers:
       await watcher.until('ann', 'active', 3000);
       nodeK.kill('SIGKILL');
       // Declared dead (≤ 15 s): the session is detached from then on, held by no node, for its 3 s window.
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       let detachedAt: number;
       try {
         await untilRedisHas(

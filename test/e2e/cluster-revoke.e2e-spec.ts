@@ -1,6 +1,8 @@
 import Redis from 'ioredis';
 import { ClusterNames, partitionOf, sessionMember } from '../../src/cluster/channels';
 import { TEST_REDIS_URL, TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
+import { testShardsEnv } from './harness/test-redis';
+import { topologyRedis } from './harness/topology-redis';
 import { ProcessCluster, untilRedisState } from './harness/cluster-nodes';
 import { FakeUpstream } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
@@ -236,7 +238,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
       const prefix = randomPrefix();
       cluster = new ProcessCluster(upstream, TEST_REDIS_URL, prefix);
       apiNode = await startTestGateway(
-        { REDIS_URL: TEST_REDIS_URL, REDIS_PREFIX: prefix, NODE_ID: 'nodeW', LOG_LEVEL: 'warn' },
+        { REDIS_URL: TEST_REDIS_URL, ...testShardsEnv(), REDIS_PREFIX: prefix, NODE_ID: 'nodeW', LOG_LEVEL: 'warn' },
         undefined,
         upstream,
       );
@@ -359,7 +361,7 @@ describe('cluster: revocation holds (SPEC §12.6)', () => {
           'kept',
         ),
       ).toEqual([]);
-      const redis = new Redis(TEST_REDIS_URL);
+      const redis = topologyRedis();
       try {
         const names = new ClusterNames(prefix);
         for (const [user, cid] of [
