@@ -4,7 +4,7 @@ import { TopicPosition } from '../protocol/topic-position';
 import type { Identity } from '../protocol/identity';
 import { Handler } from '../config/gateway-config';
 import { CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER } from '../protocol/close-codes';
-import { streamOf, tickWrites } from './tick-writes';
+import { NO_TICK, streamOf, tickWrites } from './tick-writes';
 
 /**
  * pending: awaiting authorization; ready: `hello` sent; detached: a resumable
@@ -47,6 +47,8 @@ export class Connection {
   private earlyMessages: Buffer[] | null = null;
   private earlyMessagesBytes = 0;
   private isSlow = false;
+  /** The tick of the last frame sent to this socket (coalesced writes, {@link TickWrites}). */
+  private lastFrameTick = NO_TICK;
   /** Live positioned frames that arrived while a resume's replay was read (SPEC §12.3); null when not resuming. */
   private heldLive: PositionedFrame[] | null = null;
   /**
@@ -97,8 +99,8 @@ export class Connection {
       this.closeAsSlowConsumer();
       return false;
     }
-    // Frames sent to this socket in the rest of the tick leave with this one, in one write.
-    if (stream !== null) tickWrites.hold(stream);
+    // A second frame in one tick is held, with those after it, for one write when the tick ends.
+    if (stream !== null) this.lastFrameTick = tickWrites.beforeFrame(stream, this.lastFrameTick);
     this.socket.send(frame, TEXT);
     return true;
   }
@@ -199,6 +201,7 @@ export class Connection {
     this.socket = socket;
     this.state = 'ready';
     this.isSlow = false;
+    this.lastFrameTick = NO_TICK;
     this.closedWith = null;
     this.lastSeenAt = Date.now();
     this.heldLive = null;
