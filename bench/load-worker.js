@@ -8,9 +8,12 @@
 // comparable across processes on one machine) embedded by the sender.
 //
 // Commands:
-//   open    {url, api, count, offset, concurrency, userPrefix, topic?, lattice?, ipBase, timeoutMs, resumable?, group?}
+//   open    {url, api, count, offset, concurrency, userPrefix, topic?, lattice?, ipBase, timeoutMs, resumable?, group?, dialect?}
 //           open `count` connections (users <userPrefix><offset+i>), wait for hello (whose auth
 //           object carries the cid), then PUT the topic subscription / lattice subscription.
+//           dialect 'socketio': the server is bench/baseline/socketio.js, spoken to in Socket.IO's
+//           own protocol (Engine.IO 4 over a bare WebSocket, see openSocketIo): its CONNECT answer
+//           is the hello (the socket id is the cid), events are frames, acks are call replies.
 //           resumable: also offer `gateway-resume` (SPEC §12.1) and keep the hello's resume token.
 //           group: a name for these connections (default ""), for the commands below.
 //   expect  {perConn, sampleEvery}      zero the counters; frames of group "" from now on are counted
@@ -63,7 +66,7 @@ function onFrame(conn, data) {
   if (isRpc) return onReply(conn, data);
   if (sampleEvery > 0 && --countdown <= 0) {
     countdown = sampleEvery;
-    const t = JSON.parse(data)[2].t;
+    const t = JSON.parse(conn.isSocketIo ? socketIoArgs(data) : data)[2].t;
     if (typeof t === 'number') samples.push(lastAt - t);
   }
   if (received === expectedTotal && waiter !== null) waiter();
@@ -76,15 +79,17 @@ const httpCall = httpCaller(8);
 
 /**
  * One client socket (the bench's options; source addresses spread over 127/8 so tens of
- * thousands of sockets never run out of ports). `accept(frame, ws)` turns the first frame
- * into the connection, or throws the reason to refuse it. Resolves `{ok, why}` or
- * `{ok, startedAt, helloAt, readyAt}`.
+ * thousands of sockets never run out of ports). `accept(data, ws)` is given each message
+ * until the handshake is over: it returns undefined to wait for the next one, the
+ * connection (or its promise) once the server let it in, or throws the reason to refuse
+ * it. Resolves `{ok, why}` or `{ok, startedAt, helloAt, readyAt}` (helloAt: the last
+ * handshake message).
  */
-function dial(o, user, protocols, index, accept) {
+function dial(o, url, protocols, index, accept) {
   const localAddress = `127.${o.ipBase}.${WORKER + 1}.${(index % 200) + 1}`;
   const startedAt = now();
   return new Promise((resolve) => {
-    const ws = new WebSocket(`${o.url}?user=${user}`, protocols, {
+    const ws = new WebSocket(url, protocols, {
       perMessageDeflate: false,
       skipUTF8Validation: true,
       handshakeTimeout: o.timeoutMs,
@@ -103,11 +108,14 @@ function dial(o, user, protocols, index, accept) {
       if (conn) noteClose(conn);
       else fail('closed before hello');
     });
-    ws.once('message', async (data) => {
+    const onHandshake = async (data) => {
       const helloAt = now();
       let c;
       try {
-        c = await accept(JSON.parse(data), ws);
+        c = accept(data, ws);
+        if (c === undefined) return; // more handshake messages to come
+        ws.off('message', onHandshake);
+        c = await c;
       } catch (why) {
         return fail(String(why));
       }
@@ -115,32 +123,88 @@ function dial(o, user, protocols, index, accept) {
       conn = c;
       conns.push(c);
       resolve({ ok: true, startedAt, helloAt, readyAt: now() });
-    });
+    };
+    ws.on('message', onHandshake);
   });
 }
 
+/** The gateway's handshake: the first frame is hello (or the refusal). */
+const firstFrame = (accept) => (data, ws) => accept(JSON.parse(data), ws);
+
+/** The /v1 subscriptions a new connection asks for (`o.topic`, `o.lattice`), through the server's API. */
+async function subscribe(o, c) {
+  if (o.topic) {
+    const status = await httpCall(
+      'PUT',
+      `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', c.user)}`,
+    );
+    if (status !== 204) throw 'subscribe status ' + status;
+  }
+  if (o.lattice) {
+    const body = JSON.stringify({ shared: o.lattice.shared, private: { [c.user]: o.lattice.private } });
+    const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/lattices/${o.lattice.namespace}`, body);
+    if (status !== 204) throw 'lattice status ' + status;
+  }
+  return c;
+}
+
 function openOne(o, index) {
+  if (o.dialect === 'socketio') return openSocketIo(o, index);
   const user = o.userPrefix + index;
-  return dial(o, user, o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL, index, async (frame, ws) => {
-    if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string')
-      throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
-    const token = frame[1].resume ? frame[1].resume.token : null;
-    if (o.resumable && typeof token !== 'string') throw 'hello without a resume token';
-    const c = { ws, cid: frame[2].cid, user, group: o.group || '', token, n: 0, seq: 0, out: 0, isLeaving: false };
-    ws.on('message', (d) => onFrame(c, d));
-    if (o.topic) {
-      const status = await httpCall(
-        'PUT',
-        `${o.api}/v1/connection/${c.cid}/subscriptions/${o.topic.replace('{user}', user)}`,
-      );
-      if (status !== 204) throw 'subscribe status ' + status;
+  const protocols = o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL;
+  return dial(
+    o,
+    `${o.url}?user=${user}`,
+    protocols,
+    index,
+    firstFrame((frame, ws) => {
+      if (frame[0] !== 'hello' || typeof frame[2].cid !== 'string')
+        throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
+      const token = frame[1].resume ? frame[1].resume.token : null;
+      if (o.resumable && typeof token !== 'string') throw 'hello without a resume token';
+      const c = { ws, cid: frame[2].cid, user, group: o.group || '', token, n: 0, seq: 0, out: 0, isLeaving: false };
+      ws.on('message', (d) => onFrame(c, d));
+      return subscribe(o, c);
+    }),
+  );
+}
+
+// ---- Socket.IO (bench/baseline/socketio.js) ---------------------------------
+//
+// Its wire protocol, spoken over the same `ws` client as the gateway's so the
+// load side costs the same on both (frames counted, 1 in K parsed): the
+// server opens with an Engine.IO OPEN packet `0{...}`; the client asks for the
+// main namespace with `40`; the server answers `40{"sid": <socket id>}` once
+// the auth middleware let it in, or `44{"message": ...}`. Events come as
+// `42[name, ...args]`, a call goes out as `42<id>["call", method, meta, args,
+// kwargs]` and its ack comes back as `43<id>[...args]`; a ping `2` is answered
+// `3`. bench/lib/socketio-check.js checks the server with socket.io-client itself.
+
+const SIO_PING = 0x32;
+
+/** The JSON array of a Socket.IO event or ack packet (`42[...]`, `43<id>[...]`). */
+function socketIoArgs(data) {
+  return data.subarray(data.indexOf(0x5b));
+}
+
+function openSocketIo(o, index) {
+  const user = o.userPrefix + index;
+  let isOpen = false;
+  return dial(o, `${o.url}socket.io/?EIO=4&transport=websocket&user=${user}`, [], index, (data, ws) => {
+    const text = data.toString();
+    if (!isOpen) {
+      if (text[0] !== '0') throw 'not an Engine.IO open packet: ' + text.slice(0, 80);
+      isOpen = true;
+      ws.send('40');
+      return undefined;
     }
-    if (o.lattice) {
-      const body = JSON.stringify({ shared: o.lattice.shared, private: { [user]: o.lattice.private } });
-      const status = await httpCall('PUT', `${o.api}/v1/connection/${c.cid}/lattices/${o.lattice.namespace}`, body);
-      if (status !== 204) throw 'lattice status ' + status;
-    }
-    return c;
+    if (text.startsWith('44')) throw 'connect_error ' + text.slice(2, 80);
+    if (!text.startsWith('40{')) throw 'not a CONNECT answer: ' + text.slice(0, 80);
+    const cid = JSON.parse(text.slice(2)).sid;
+    const c = { ws, cid, user, group: o.group || '', token: null, n: 0, seq: 0, out: 0, isLeaving: false };
+    c.isSocketIo = true;
+    ws.on('message', (d) => (d.length === 1 && d[0] === SIO_PING ? ws.send('3') : onFrame(c, d)));
+    return subscribe(o, c);
   });
 }
 
@@ -200,16 +264,23 @@ function drop(o) {
 /** Reconnect dropped connection `old` with its token; ok only for a resumed hello of the same connection id. */
 function resumeOne(o, old, index) {
   const offer = Buffer.from(JSON.stringify({ token: old.token, positions: {} })).toString('base64url');
-  return dial(o, old.user, [SUBPROTOCOL, `${RESUME_OPT_IN}.${offer}`], index, (frame, ws) => {
-    if (frame[0] !== 'hello') throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
-    const meta = frame[1];
-    if (meta.resumed !== true) throw 'not resumed';
-    if (frame[2].cid !== old.cid) throw 'resumed with another connection id';
-    if (!meta.resume || typeof meta.resume.token !== 'string') throw 'resumed hello without a new token';
-    const c = { ...old, ws, token: meta.resume.token, n: 0, seq: 0, out: 0, isLeaving: false };
-    ws.on('message', (d) => onFrame(c, d));
-    return c;
-  });
+  const protocols = [SUBPROTOCOL, `${RESUME_OPT_IN}.${offer}`];
+  return dial(
+    o,
+    `${o.url}?user=${old.user}`,
+    protocols,
+    index,
+    firstFrame((frame, ws) => {
+      if (frame[0] !== 'hello') throw 'not hello: ' + JSON.stringify(frame).slice(0, 80);
+      const meta = frame[1];
+      if (meta.resumed !== true) throw 'not resumed';
+      if (frame[2].cid !== old.cid) throw 'resumed with another connection id';
+      if (!meta.resume || typeof meta.resume.token !== 'string') throw 'resumed hello without a new token';
+      const c = { ...old, ws, token: meta.resume.token, n: 0, seq: 0, out: 0, isLeaving: false };
+      ws.on('message', (d) => onFrame(c, d));
+      return c;
+    }),
+  );
 }
 
 /** Resume every dropped connection of the group (those that fail stay dropped no more: they are counted). */
@@ -279,17 +350,20 @@ async function wait(o) {
 
 function rpcSend(c) {
   c.out++;
-  c.ws.send('["echo",{"request_id":' + ++c.seq + '},[{"t":' + now() + ',"pad":"' + PAD + '"}],{}]');
+  const seq = ++c.seq;
+  const call = '{"request_id":' + seq + '},[{"t":' + now() + ',"pad":"' + PAD + '"}],{}]';
+  c.ws.send(c.isSocketIo ? '42' + seq + '["call","echo",' + call : '["echo",' + call);
 }
 
 function onReply(c, data) {
   c.out--;
+  const reply = c.isSocketIo ? socketIoArgs(data) : data;
   // `["result",` vs `["error",`: the third byte tells them apart without parsing.
-  if (data[2] === 0x72) rpcOk++;
+  if (reply[2] === 0x72) rpcOk++;
   else rpcErrors++;
   if (sampleEvery > 0 && --countdown <= 0) {
     countdown = sampleEvery;
-    const frame = JSON.parse(data);
+    const frame = JSON.parse(reply);
     if (frame[0] === 'result') samples.push(lastAt - frame[2][0].t);
   }
   if (rpcRunning) rpcSend(c);

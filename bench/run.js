@@ -137,6 +137,12 @@ const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume
  * issue 19) have their own targets, and would lengthen the default run.
  */
 const ON_REQUEST = new Set(['api', 'resume', 'deploy']);
+/**
+ * Scenarios whose "baseline" column the Socket.IO peer (`--against socketio`) can fill; the
+ * others either have no Socket.IO counterpart (lattice) or never use the baseline server
+ * (cluster, resume, deploy and api bring their own columns).
+ */
+const SOCKETIO_PEERS = new Set(['connect', 'rpc', 'fanout', 'idle', 'cluster', 'resume', 'deploy', 'api']);
 
 function parseArgs(argv) {
   const args = {
@@ -164,7 +170,7 @@ function parseArgs(argv) {
     else if (a === '--workers') args.workers = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,deploy,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js] [--workers N]\n' +
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,deploy,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js | socketio] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
           '  --check     exit 1 when a target is missed (or a scenario failed or was skipped)\n' +
           '  --only      run only these scenarios (api, resume and deploy run only when named)\n' +
@@ -174,7 +180,9 @@ function parseArgs(argv) {
           '  --tracing   the gateway traces every call (OTEL_TRACES_SAMPLER=always_on) to a local OTLP sink\n' +
           '              (bench/otlp-sink.js): compare with a run without it for the cost of tracing\n' +
           "  --against   the baseline column is this build of the gateway (e.g. an earlier commit's\n" +
-          '              dist/main.js): ratios are then this gateway ÷ that one, measured in one run\n' +
+          '              dist/main.js): ratios are then this gateway ÷ that one, measured in one run;\n' +
+          '              `--against socketio`: the baseline column is a Socket.IO 4.8 server\n' +
+          '              (baseline/socketio.js) doing the same jobs (connect, rpc, fanout, idle)\n' +
           '  --workers   load-generator processes (default 4)\n',
       );
       process.exit(0);
@@ -366,7 +374,10 @@ async function main() {
         process.stdout.write(`  ${cfg.capNote}\n`);
         capped.push(cfg.capNote);
       }
-      const skip = tooManyFiles(name, cfg, workers, fileLimit);
+      const skip =
+        args.against === 'socketio' && !SOCKETIO_PEERS.has(name)
+          ? `${cfg.label}: skipped: no Socket.IO peer (--against socketio)`
+          : tooManyFiles(name, cfg, workers, fileLimit);
       if (skip !== null) {
         process.stdout.write(`  ${skip}\n`);
         skipped.push(skip);

@@ -8,7 +8,8 @@
 
 const http = require('node:http');
 const path = require('node:path');
-const { startUpstream, startServer, startWorkers, memoryOf, cpuOf, sleep } = require('./lib/stack');
+const { startUpstream, startServer, startWorkers, memoryOf, cpuOf, sleep, dialectOf } = require('./lib/stack');
+const { checkSocketIo } = require('./lib/socketio-check');
 const { latency, row, addCounts } = require('./lib/report');
 const { httpStatus } = require('./lib/worker');
 const { api, apiRows } = require('./api-scenario');
@@ -28,9 +29,11 @@ async function startStack(target, opts, def = {}) {
     server: null,
     workers: [],
     ipBase: (ipBase = (ipBase % 250) + 1),
+    dialect: dialectOf(target),
   };
   try {
     if (target !== 'limit') stack.server = await startServer(target, stack.upstream.url);
+    if (stack.dialect === 'socketio') await checkSocketIo(stack.server);
     stack.workers = await startWorkers(def.workers || opts.workers, def.workerFile);
   } catch (err) {
     await stopStack(stack);
@@ -153,6 +156,7 @@ async function openAll(stack, count, extra, opts) {
         ipBase: stack.ipBase,
         timeoutMs: 30_000,
         userPrefix: 'u',
+        dialect: stack.dialect,
         ...extra,
       };
       offset += n;

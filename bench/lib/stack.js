@@ -19,6 +19,7 @@ const SERVERS = {
   node: path.join(BENCH, 'baseline', 'api-bare.js'),
   nest: path.join(BENCH, 'baseline', 'api-nest.js'),
   floor: path.join(BENCH, 'baseline', 'handshake-floor.js'),
+  socketio: path.join(BENCH, 'baseline', 'socketio.js'),
 };
 /** Arguments of a target's process (the `api` scenario's bare servers share one file). */
 const SERVER_ARGS = { express: ['express'], node: ['node'] };
@@ -45,9 +46,16 @@ function setTracing(isOn) {
  * (e.g. an earlier commit's dist/main.js), so a change is measured against it
  * in one run. It gets the gateway's env but never --tracing: with a copy of
  * this build, `--tracing --against` gives the cost of tracing in one run.
+ * --against socketio: the "baseline" column is the Socket.IO peer
+ * (baseline/socketio.js), which its clients speak to in Socket.IO's protocol.
  */
 function setAgainst(mainJs) {
-  SERVERS.baseline = path.resolve(mainJs);
+  SERVERS.baseline = mainJs === 'socketio' ? SERVERS.socketio : path.resolve(mainJs);
+}
+
+/** The protocol the clients of `target` speak: 'socketio' for the Socket.IO peer, else 'gateway'. */
+function dialectOf(target) {
+  return SERVERS[target] === SERVERS.socketio ? 'socketio' : 'gateway';
 }
 
 const sleep = (ms) => new Promise((r) => setTimeout(r, ms));
@@ -347,6 +355,7 @@ module.exports = {
   setPlacement,
   setTracing,
   setAgainst,
+  dialectOf,
   startUpstream,
   startServer,
   startWorkers,

@@ -1,8 +1,10 @@
+import type { Writable } from 'node:stream';
 import type { WebSocket } from 'ws';
 import { TopicPosition } from '../protocol/topic-position';
 import type { Identity } from '../protocol/identity';
 import { Handler } from '../config/gateway-config';
 import { CLOSE_POLICY_VIOLATION, REASON_SLOW_CONSUMER } from '../protocol/close-codes';
+import { NO_TICK, streamOf, tickWrites } from './tick-writes';
 
 /**
  * pending: awaiting authorization; ready: `hello` sent; detached: a resumable
@@ -45,6 +47,8 @@ export class Connection {
   private earlyMessages: Buffer[] | null = null;
   private earlyMessagesBytes = 0;
   private isSlow = false;
+  /** The tick of the last frame sent to this socket (coalesced writes, {@link TickWrites}). */
+  private lastFrameTick = NO_TICK;
   /** Live positioned frames that arrived while a resume's replay was read (SPEC §12.3); null when not resuming. */
   private heldLive: PositionedFrame[] | null = null;
   /**
@@ -90,10 +94,13 @@ export class Connection {
    */
   send(frame: Buffer | string): boolean {
     if (this.state !== 'ready' || this.isSlow) return false;
-    if (this.socket.bufferedAmount > this.maxQueueBytes) {
+    const stream = streamOf(this.socket);
+    if (this.socket.bufferedAmount > this.maxQueueBytes && this.isOverQueueLimit(stream)) {
       this.closeAsSlowConsumer();
       return false;
     }
+    // A second frame in one tick is held, with those after it, for one write when the tick ends.
+    if (stream !== null) this.lastFrameTick = tickWrites.beforeFrame(stream, this.lastFrameTick);
     this.socket.send(frame, TEXT);
     return true;
   }
@@ -194,6 +201,7 @@ export class Connection {
     this.socket = socket;
     this.state = 'ready';
     this.isSlow = false;
+    this.lastFrameTick = NO_TICK;
     this.closedWith = null;
     this.lastSeenAt = Date.now();
     this.heldLive = null;
@@ -208,6 +216,12 @@ export class Connection {
     this.replayedUpTo!.delete(positioned.topic);
     if (this.replayedUpTo!.size === 0) this.replayedUpTo = null;
     return false;
+  }
+
+  /** Over the limit even once what this tick held back is offered to the kernel (SPEC §9 counts unwritten bytes). */
+  private isOverQueueLimit(stream: Writable | null): boolean {
+    if (stream !== null) tickWrites.writeNow(stream);
+    return this.socket.bufferedAmount > this.maxQueueBytes;
   }
 
   private closeAsSlowConsumer(): void {

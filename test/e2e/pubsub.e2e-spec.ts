@@ -35,6 +35,20 @@ describe.each(TOPOLOGIES)('pub/sub (%s)', (_, startTestGateway) => {
     expect(await client.next()).toEqual(['message', { topic: 't' }, 2]);
   });
 
+  it('sends frames published in one tick (a batch) as separate WebSocket messages, in order, byte for byte', async () => {
+    const { client, cid } = await t.helloAs('u1');
+    expect((await api(t.apiUrl, 'PUT', `/v1/connection/${cid}/subscriptions/room/1`)).status).toBe(204);
+    const raw: string[] = [];
+    client.socket.on('message', (data: Buffer, isBinary: boolean) =>
+      raw.push(`${isBinary ? 'binary' : 'text'} ${data}`),
+    );
+    // One batch starts its publishes in one go: the connection gets the five frames within one tick (issue 33).
+    const commands = [1, 2, 3, 4, 5].map((seq) => ({ method: 'POST', path: '/v1/publish/room/1', body: { seq } }));
+    expect((await api(t.apiUrl, 'POST', '/v1/batch', { commands })).status).toBe(200);
+    for (const seq of [1, 2, 3, 4, 5]) expect(await client.next()).toEqual(['message', { topic: 'room.1' }, { seq }]);
+    expect(raw).toEqual([1, 2, 3, 4, 5].map((seq) => `text ["message",{"topic":"room.1"},{"seq":${seq}}]`));
+  });
+
   it('answers 404 with an empty body on unknown paths and methods', async () => {
     for (const [method, path] of [
       ['GET', '/v1/publish/a'],
