@@ -89,6 +89,16 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
   let link: RedisLink;
   let metrics: GatewayMetrics;
   const names = new ClusterNames('scripts:');
+
+  /** Node A's activity on `shards` of the spec's names, each user counting `count` connections here. */
+  function activityOn(
+    shards: RedisShards,
+    count: number,
+    inactive: (userId: string) => void = () => undefined,
+  ): RedisActivity {
+    const events = { announce: () => undefined, inactive };
+    return new RedisActivity(shards, names, 'nodeA', () => count, events, new LocalSessionStore());
+  }
   let topics: TopicLog;
   let lattices: LatticeLog;
   let resumes: RedisResumeRate;
@@ -107,17 +117,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     resumes = new RedisResumeRate(new RedisShards(link), names);
     new RedisUserSessions(new RedisShards(link), names);
     new SessionRecords(shards, names, 'nodeA', 10_000, () => []).stop();
-    await new RedisActivity(
-      shards,
-      names,
-      'nodeA',
-      () => 0,
-      {
-        announce: () => undefined,
-        inactive: () => undefined,
-      },
-      new LocalSessionStore(),
-    ).stop();
+    await activityOn(shards, 0).stop();
     if (!(await link.open(5000))) throw new Error(`the link did not come up on ${server.url}`);
   }, 20_000);
 
@@ -190,17 +190,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
     const errors = await redisErrorsOf(async () => {
       let claimed: (userId: string) => void = () => undefined;
       const inactive = new Promise<string>((resolve) => (claimed = resolve));
-      const activity = new RedisActivity(
-        new RedisShards(link),
-        names,
-        'nodeA',
-        () => 1,
-        {
-          announce: () => undefined,
-          inactive: (userId) => claimed(userId),
-        },
-        new LocalSessionStore(),
-      );
+      const activity = activityOn(new RedisShards(link), 1, (userId) => claimed(userId));
       try {
         await activity.connected('ann', 1, 'Gateway+json e30=', 'default'); // a 1 ms window: due at once
         expect(await within(inactive, "ann's deadline claimed", 5000)).toBe('ann');
@@ -215,17 +205,7 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
 
   it("activity (SPEC §14): a refreshed identity written to the user's hash, and no hash made for a user not there", async () => {
     const errors = await redisErrorsOf(async () => {
-      const activity = new RedisActivity(
-        new RedisShards(link),
-        names,
-        'nodeA',
-        () => 1,
-        {
-          announce: () => undefined,
-          inactive: () => undefined,
-        },
-        new LocalSessionStore(),
-      );
+      const activity = activityOn(new RedisShards(link), 1);
       const renewed = new Identity('bea', '{"user_id":"bea","plan":"pro"}');
       try {
         await activity.connected('bea', 600_000, 'Gateway+json e30=', 'default');

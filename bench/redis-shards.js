@@ -1,0 +1,216 @@
+'use strict';
+// Publishes with history on one Redis against three shards (SPEC §13.4, issue 30):
+// two gateway nodes in cluster mode, each fed `POST /v1/batch` requests of
+// BATCH publishes to distinct topics (history on: RESUME_WINDOW's default), in a
+// closed loop of keep-alive connections; rounds alternate the two topologies,
+// each on fresh redis-servers (started here on free ports, stopped by PID), so
+// both see the same machine. Figures per topology (medians over the rounds):
+// publishes/s, Redis CPU per publish (every instance's user+system time), the
+// busiest instance's share of one core, and the Redis-bound ceiling: the
+// publishes/s at which the busiest instance would fill its core. On a machine
+// with fewer cores than processes the gateways, not Redis, bound the rate: the
+// ceiling is what shards buy. Not part of `npm run bench`.
+//
+//   npm run build && node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]
+
+const fs = require('node:fs');
+const { spawn } = require('node:child_process');
+const http = require('node:http');
+const net = require('node:net');
+const path = require('node:path');
+const { parseArgs, untilReady, median, sleep } = require('./lib/fixed-calls');
+
+const ROOT = path.resolve(__dirname, '..');
+const USAGE = 'node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]';
+const CLOCK_TICK_MS = 10; // USER_HZ = 100 on Linux
+const TOPICS = 10_000;
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = net.createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+/** A redis-server on a free port; resolves once it answers PING. */
+async function redisServer() {
+  const port = await freePort();
+  const child = spawn(
+    'redis-server',
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    {
+      stdio: 'ignore',
+    },
+  );
+  for (let i = 0; i < 200; i++) {
+    if (await pings(port)) return { port, child, url: `redis://127.0.0.1:${port}` };
+    await sleep(25);
+  }
+  throw new Error(`redis-server on ${port} did not start`);
+}
+
+function pings(port) {
+  return new Promise((resolve) => {
+    const socket = net.connect(port, '127.0.0.1');
+    socket.once('error', () => resolve(false));
+    socket.once('data', (chunk) => {
+      socket.destroy();
+      resolve(chunk.toString().startsWith('+PONG'));
+    });
+    socket.once('connect', () => socket.write('PING\r\n'));
+  });
+}
+
+/** utime + stime of a process, ms. */
+function cpuMs(pid) {
+  const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1].split(' ');
+  return (Number(stat[11]) + Number(stat[12])) * CLOCK_TICK_MS;
+}
+
+async function gateway(nodeId, redisUrl, shards, prefix) {
+  const port = await freePort();
+  const apiPort = await freePort();
+  const env = {
+    ...process.env,
+    UPSTREAM_URL: 'http://127.0.0.1:9',
+    HOST: '127.0.0.1',
+    PORT: String(port),
+    BACKEND_API_HOST: '127.0.0.1',
+    BACKEND_API_PORT: String(apiPort),
+    LOG_LEVEL: 'error',
+    NODE_ID: nodeId,
+    REDIS_URL: redisUrl,
+    REDIS_PREFIX: prefix,
+    ...(shards.length > 0 && { REDIS_SHARDS: shards.join(' ') }),
+  };
+  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
+    env,
+    stdio: ['ignore', 'ignore', 'inherit'],
+  });
+  await untilReady(apiPort, child, `gateway ${nodeId}`, 30_000);
+  return { child, apiPort };
+}
+
+/** `connections` closed loops of one batch each, over both nodes, for `ms`: publishes/s. */
+async function load(apiPorts, connections, batch, ms) {
+  const agent = new http.Agent({ keepAlive: true, maxSockets: connections });
+  let published = 0;
+  let failed = 0;
+  let next = 0;
+  const endAt = Date.now() + ms;
+  const loop = async (i) => {
+    const port = apiPorts[i % apiPorts.length];
+    while (Date.now() < endAt) {
+      const commands = [];
+      for (let j = 0; j < batch; j++)
+        commands.push({ method: 'POST', path: `/v1/publish/bench/t${next++ % TOPICS}`, body: { seq: next } });
+      const answer = await new Promise((resolve) => {
+        const req = http.request(
+          {
+            host: '127.0.0.1',
+            port,
+            method: 'POST',
+            path: '/v1/batch',
+            agent,
+            headers: { 'content-type': 'application/json' },
+          },
+          (res) => {
+            const chunks = [];
+            res.on('data', (c) => chunks.push(c));
+            res.on('end', () => resolve(Buffer.concat(chunks).toString()));
+          },
+        );
+        req.on('error', () => resolve(''));
+        req.end(JSON.stringify({ commands }));
+      });
+      const ok = (answer.match(/"status":204/g) ?? []).length;
+      published += ok;
+      failed += batch - ok;
+    }
+  };
+  const startedAt = Date.now();
+  await Promise.all(Array.from({ length: connections }, (_, i) => loop(i)));
+  agent.destroy();
+  return { perSec: (1000 * published) / (Date.now() - startedAt), published, failed };
+}
+
+async function round(topology, o) {
+  const children = [];
+  try {
+    const control = await redisServer();
+    children.push(control.child);
+    const shards = [];
+    if (topology === 'shards')
+      for (let i = 0; i < 3; i++) {
+        const shard = await redisServer();
+        children.push(shard.child);
+        shards.push(shard);
+      }
+    const prefix = `bench-shards-${process.pid}-${Date.now()}:`;
+    const nodes = [];
+    for (const nodeId of ['nodeA', 'nodeB']) {
+      const node = await gateway(
+        nodeId,
+        control.url,
+        shards.map((s) => s.url),
+        prefix,
+      );
+      children.push(node.child);
+      nodes.push(node);
+    }
+    const ports = nodes.map((n) => n.apiPort);
+    await load(ports, o.connections, o.batch, 500); // warm-up
+    const redises = [control, ...shards];
+    const before = redises.map((r) => cpuMs(r.child.pid));
+    const startedAt = Date.now();
+    const r = await load(ports, o.connections, o.batch, o.seconds * 1000);
+    const elapsedMs = Date.now() - startedAt;
+    const used = redises.map((redis, i) => cpuMs(redis.child.pid) - before[i]);
+    if (r.failed > 0) throw new Error(`${topology}: ${r.failed} publishes not answered 204`);
+    const busiest = Math.max(...used) / elapsedMs;
+    return {
+      perSec: r.perSec,
+      redisUsPerPublish: (1000 * used.reduce((a, b) => a + b, 0)) / r.published,
+      busiestCore: busiest,
+      ceiling: r.perSec / busiest,
+    };
+  } finally {
+    for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
+  }
+}
+
+async function main() {
+  const o = parseArgs(
+    process.argv.slice(2),
+    { seconds: 5, rounds: 3, connections: 8, batch: 50, against: undefined },
+    USAGE,
+  );
+  const results = { one: [], shards: [] };
+  for (let i = 0; i < o.rounds; i++)
+    for (const topology of ['one', 'shards']) results[topology].push(await round(topology, o));
+  const m = (topology, key) => median(results[topology].map((r) => r[key]));
+  console.log(
+    `two nodes, history on, /v1/batch of ${o.batch} publishes, ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (medians)`,
+  );
+  console.log(
+    '| topology | publishes/s | Redis CPU per publish | busiest Redis core | Redis-bound ceiling, publishes/s |',
+  );
+  console.log('|---|---:|---:|---:|---:|');
+  for (const topology of ['one', 'shards']) {
+    console.log(
+      `| ${topology === 'one' ? 'one Redis' : 'three shards (+ control)'} | ${m(topology, 'perSec').toFixed(0)} | ${m(topology, 'redisUsPerPublish').toFixed(2)} µs | ${(100 * m(topology, 'busiestCore')).toFixed(0)}% | ${m(topology, 'ceiling').toFixed(0)} |`,
+    );
+  }
+  console.log(
+    `shards ÷ one Redis: publishes/s ${(m('shards', 'perSec') / m('one', 'perSec')).toFixed(2)}×, ceiling ${(m('shards', 'ceiling') / m('one', 'ceiling')).toFixed(2)}×`,
+  );
+}
+
+main().catch((err) => {
+  console.error(err.message);
+  process.exit(1);
+});
