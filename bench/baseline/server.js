@@ -15,18 +15,14 @@
 // UPSTREAM_MAX_SOCKETS (100), UPSTREAM_TIMEOUT_MS (30000).
 
 const http = require('node:http');
+const { upstreamPoster } = require('../lib/upstream-post');
 const crypto = require('node:crypto');
 const { WebSocketServer } = require('ws');
 
 const SUBPROTOCOL = 'v1.gateway-lattice+json';
 const MAX_QUEUE_BYTES = 4 * 1024 * 1024;
-const TIMEOUT_MS = Number(process.env.UPSTREAM_TIMEOUT_MS || 30000);
 const METHOD_RE = /^[A-Za-z0-9_-]+(\.[A-Za-z0-9_-]+)*$/;
 const HOST = process.env.HOST || '127.0.0.1';
-
-const upstream = new URL(process.env.UPSTREAM_URL);
-const upstreamPrefix = upstream.pathname.replace(/\/$/, '');
-const agent = new http.Agent({ keepAlive: true, maxSockets: Number(process.env.UPSTREAM_MAX_SOCKETS || 100) });
 
 /** cid → Conn */
 const connections = new Map();
@@ -55,25 +51,7 @@ class Conn {
 
 // ---- upstream ------------------------------------------------------------
 
-function post(path, body, authorization, done) {
-  const headers = {
-    'Content-Type': 'application/json',
-    'Content-Length': Buffer.byteLength(body),
-    'User-Agent': 'baseline/1',
-  };
-  if (authorization !== null) headers.Authorization = authorization;
-  const req = http.request(
-    { host: upstream.hostname, port: upstream.port, path: upstreamPrefix + path, method: 'POST', agent, headers },
-    (res) => {
-      const chunks = [];
-      res.on('data', (c) => chunks.push(c));
-      res.on('end', () => done(res.statusCode, res.headers['content-type'], Buffer.concat(chunks).toString('utf8')));
-    },
-  );
-  req.setTimeout(TIMEOUT_MS, () => req.destroy(new Error('timeout')));
-  req.on('error', () => done(0, undefined, ''));
-  req.end(body);
-}
+const post = upstreamPoster('baseline/1');
 
 const isJsonType = (ct) => typeof ct === 'string' && ct.startsWith('application/json');
 
