@@ -85,6 +85,20 @@ describe('cluster: partitions on shards (SPEC §13.4)', () => {
       expect.objectContaining({ topic: up.replace('/', '.') }),
       { n: 'still' },
     ]);
+
+    // A node started meanwhile comes up (after its start-up wait for the shard) and serves what lives elsewhere.
+    const late = await startTestGateway(
+      { REDIS_URL: TEST_REDIS_URL, REDIS_SHARDS: shards.urls.join(' '), REDIS_PREFIX: names.prefix, NODE_ID: 'nodeC' },
+      undefined,
+      cluster.upstream,
+    );
+    try {
+      expect((await api(late.apiUrl, 'POST', `/v1/publish/${up}`, { n: 'late' })).status).toBe(204);
+      expect(await client.next()).toEqual(['message', { topic: up.replace('/', '.') }, { n: 'late' }]);
+      expect((await api(late.apiUrl, 'POST', `/v1/publish/${down}`, { n: 'x' })).status).toBe(503);
+    } finally {
+      await late.close();
+    }
     // Back empty: the nodes reconnect, resubscribe and re-assert what lives there.
     await shards.servers[1].restart();
     await waitFor(
@@ -96,7 +110,7 @@ describe('cluster: partitions on shards (SPEC §13.4)', () => {
     const frame = await client.next();
     expect(frame[0]).toBe('message');
     expect(frame[2]).toEqual({ n: 'back' });
-  }, 30_000);
+  }, 45_000);
 
   it('refuses to start a node that lists other shards than the running ones, naming both lists', async () => {
     const reordered = [shards.urls[1], shards.urls[0], shards.urls[2]].join(' ');
