@@ -8,7 +8,7 @@ export interface RedisAddress {
   readonly port: number;
 }
 
-/** How often the slot map is re-read to notice a failover that closed no connection. */
+/** How often the slot map is re-read by default, to notice a failover that closed no connection. */
 const SLOT_CHECK_MS = 1000;
 /** Retry backoff while a channel has no confirmed owner: 50 ms doubling, at most this. */
 const MAX_RETRY_MS = 500;
@@ -57,8 +57,15 @@ export class ShardedSubscriber {
   private checkTimer: NodeJS.Timeout | null = null;
   private closed = false;
 
-  /** `seeds`: any cluster nodes; `options`: ioredis options for every connection (TLS, auth, name). */
-  constructor(seeds: readonly RedisAddress[], options: RedisOptions = {}) {
+  /**
+   * `seeds`: any cluster nodes; `options`: ioredis options for every connection (TLS, auth, name);
+   * `slotCheckMs`: period of the slot-map check.
+   */
+  constructor(
+    seeds: readonly RedisAddress[],
+    options: RedisOptions = {},
+    private readonly slotCheckMs = SLOT_CHECK_MS,
+  ) {
     this.known = new Map(seeds.map((a) => [keyOf(a), a]));
     this.options = {
       ...options,
@@ -74,7 +81,7 @@ export class ShardedSubscriber {
   /** Read the slot map (rejects when no known node answers) and start the periodic check. */
   async start(): Promise<void> {
     await this.refreshSlots();
-    this.checkTimer = setInterval(() => void this.checkSlots(), SLOT_CHECK_MS);
+    this.checkTimer = setInterval(() => void this.checkSlots(), this.slotCheckMs);
     this.checkTimer.unref();
   }
 
