@@ -11,7 +11,7 @@ export interface RedisAddress {
 /** How often the slot map is re-read by default, to notice a failover that closed no connection. */
 const SLOT_CHECK_MS = 1000;
 /** Retry backoff while a channel has no confirmed owner: 50 ms doubling, at most this. */
-const MAX_RETRY_MS = 500;
+const MAX_RETRY_MS = 200;
 /** Bound on one SSUBSCRIBE (ioredis never settles one answered MOVED; we close the link then). */
 const SSUBSCRIBE_TIMEOUT_MS = 2000;
 

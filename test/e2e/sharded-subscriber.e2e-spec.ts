@@ -29,10 +29,15 @@ function channelOf(p: number, suffix = ''): string {
 class Inbox {
   readonly messages: Array<{ channel: string; message: string; at: number }> = [];
   readonly resubscribed: string[][] = [];
+  /** When onResubscribed was last called (epoch ms). */
+  resubscribedAt = 0;
 
   constructor(sut: ShardedSubscriber) {
     sut.onMessage((channel, message) => this.messages.push({ channel, message: message.toString(), at: Date.now() }));
-    sut.onResubscribed((channels) => this.resubscribed.push(channels));
+    sut.onResubscribed((channels) => {
+      this.resubscribed.push(channels);
+      this.resubscribedAt = Date.now();
+    });
   }
 
   got(channel: string, message: string): boolean {
@@ -222,6 +227,7 @@ describe(ShardedSubscriber.name, () => {
         killed,
         promoted,
         promotionMs: promotedAt - killedAt,
+        resubscribedAfterPromotionMs: inbox.resubscribedAt - promotedAt,
         resumedAfterPromotionMs: first.at - promotedAt,
       });
     }, 40_000);
