@@ -174,6 +174,8 @@ export class ShardedSubscriber {
         placement.placedBefore = true;
         for (const waiter of placement.waiters.splice(0)) waiter.resolve();
       }
+      const dropped = channels.filter((channel) => !this.channels.has(channel)); // unsubscribed meanwhile
+      if (dropped.length > 0) await link.redis.sunsubscribe(...dropped).catch(() => link.redis.disconnect());
     });
     const failures = (await Promise.allSettled(rounds)).filter((r) => r.status === 'rejected');
     if (failures.length > 0) this.logger.debug(`SSUBSCRIBE failed on ${failures.length} slot(s), retrying`);
