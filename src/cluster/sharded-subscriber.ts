@@ -12,13 +12,15 @@ export interface RedisAddress {
 const SLOT_CHECK_MS = 1000;
 /** Retry backoff while a channel has no confirmed owner: 50 ms doubling, at most this. */
 const MAX_RETRY_MS = 200;
-/** Bound on one SSUBSCRIBE (ioredis never settles one answered MOVED; we close the link then). */
+/** Bound on one SSUBSCRIBE answer; the link is closed after it. */
 const SSUBSCRIBE_TIMEOUT_MS = 2000;
 
 /** A subscriber connection to one primary, and whether it still counts. */
 interface Link {
   readonly redis: Redis;
   live: boolean;
+  /** Rejects when the connection closes: ends a command ioredis would leave unsettled. */
+  readonly closed: Promise<never>;
 }
 
 /** Where a channel is subscribed: the primary's `host:port`, or null while it waits for one. */
@@ -44,7 +46,8 @@ interface Placement {
 export class ShardedSubscriber {
   private readonly logger = new Logger(ShardedSubscriber.name);
   private readonly options: RedisOptions;
-  private readonly known: Map<string, RedisAddress>;
+  /** Every node's `host:port` seen so far, seeds first: where the slot map is read. */
+  private readonly known: Set<string>;
   /** Slot → owning primary's `host:port` ('' when unserved), as last read. */
   private owners: string[] = [];
   private readonly channels = new Map<string, Placement>();
@@ -66,7 +69,7 @@ export class ShardedSubscriber {
     options: RedisOptions = {},
     private readonly slotCheckMs = SLOT_CHECK_MS,
   ) {
-    this.known = new Map(seeds.map((a) => [keyOf(a), a]));
+    this.known = new Set(seeds.map((a) => `${a.host}:${a.port}`));
     this.options = {
       ...options,
       enableOfflineQueue: false,
@@ -164,7 +167,8 @@ export class ShardedSubscriber {
       if (!owner) throw new Error(`slot ${slot} has no owner`);
       const link = await this.linkTo(owner);
       // SSUBSCRIBE takes channels of one slot only (CROSSSLOT otherwise).
-      await within(link.redis.ssubscribe(...channels), SSUBSCRIBE_TIMEOUT_MS, () => link.redis.disconnect());
+      const timer = setTimeout(() => link.redis.disconnect(), SSUBSCRIBE_TIMEOUT_MS);
+      await Promise.race([link.redis.ssubscribe(...channels), link.closed]).finally(() => clearTimeout(timer));
       if (!link.live) return; // a push or close raced the answer: the next round places them again
       for (const channel of channels) {
         const placement = this.channels.get(channel);
@@ -198,7 +202,10 @@ export class ShardedSubscriber {
 
   private async openLink(address: string): Promise<Link> {
     const redis = new Redis({ ...this.options, ...addressOf(address) });
-    const link: Link = { redis, live: true };
+    let onClose: (err: Error) => void = () => undefined;
+    const closed = new Promise<never>((_, reject) => (onClose = reject));
+    closed.catch(() => undefined);
+    const link: Link = { redis, live: true, closed };
     redis.on('smessageBuffer', (channel: Buffer, message: Buffer) => {
       const name = channel.toString();
       if (this.channels.get(name)?.on !== address) return; // a stale subscription elsewhere
@@ -209,8 +216,12 @@ export class ShardedSubscriber {
       if (err.message.includes('Command queue state error')) redis.disconnect();
       else this.logger.debug(`sharded subscriber ${address}: ${err.message}`);
     });
-    redis.on('moved', () => redis.disconnect()); // ioredis never settles an SSUBSCRIBE answered MOVED
-    redis.once('close', () => this.dropLink(address, link));
+    // ioredis drops an SSUBSCRIBE answered MOVED without settling it: closing the link rejects `closed`.
+    redis.on('moved', () => redis.disconnect());
+    redis.once('close', () => {
+      onClose(new Error(`subscriber connection to ${address} closed`));
+      this.dropLink(address, link);
+    });
     await redis.connect();
     return link;
   }
@@ -267,7 +278,7 @@ export class ShardedSubscriber {
 
   /** Read CLUSTER SLOTS from the first known node that answers. */
   private async refreshSlots(): Promise<void> {
-    for (const address of [...this.known.keys()]) {
+    for (const address of [...this.known]) {
       try {
         if (this.command === null) {
           this.command = new Redis({ ...this.options, ...addressOf(address) });
@@ -287,7 +298,7 @@ export class ShardedSubscriber {
   private learn(reply: SlotsReply): void {
     const owners = new Array<string>(KEY_SLOTS).fill('');
     for (const [first, last, ...nodes] of reply) {
-      for (const [host, port] of nodes) this.known.set(`${host}:${port}`, { host, port: Number(port) });
+      for (const [host, port] of nodes) this.known.add(`${host}:${port}`);
       owners.fill(`${nodes[0][0]}:${nodes[0][1]}`, first, last + 1);
     }
     this.owners = owners;
@@ -296,23 +307,7 @@ export class ShardedSubscriber {
 
 type SlotsReply = Array<[number, number, ...Array<[string, number, ...unknown[]]>]>;
 
-function keyOf(address: RedisAddress): string {
-  return `${address.host}:${address.port}`;
-}
-
 function addressOf(key: string): RedisAddress {
   const colon = key.lastIndexOf(':');
   return { host: key.slice(0, colon), port: Number(key.slice(colon + 1)) };
-}
-
-/** `promise`, or a rejection after `ms` (then `onTimeout` runs). */
-function within<T>(promise: Promise<T>, ms: number, onTimeout: () => void): Promise<T> {
-  let timer: NodeJS.Timeout | undefined;
-  const timeout = new Promise<never>((_, reject) => {
-    timer = setTimeout(() => {
-      onTimeout();
-      reject(new Error(`no answer within ${ms} ms`));
-    }, ms);
-  });
-  return Promise.race([promise, timeout]).finally(() => clearTimeout(timer));
 }
