@@ -1,6 +1,7 @@
 import { Cluster } from 'ioredis';
 import { designedSlot, keySlot, partitionTag } from '../../src/cluster/partition-tags';
 import { ShardedSubscriber } from '../../src/cluster/sharded-subscriber';
+import { redisCall } from './harness/redis-server';
 import { RedisCluster, startRedisCluster } from './harness/redis-topologies';
 import { waitFor } from './harness/wait';
 
@@ -94,12 +95,12 @@ describe(ShardedSubscriber.name, () => {
     for (const close of closers.splice(0).reverse()) await close();
   });
 
-  /** A started subscriber on `cluster` and what it delivers; closed after the test. */
+  /** A started subscriber seeded with `seeds` and what it delivers; closed after the test. */
   async function startSubscriber(
-    cluster: RedisCluster,
+    seeds: RedisCluster['seeds'],
     slotCheckMs?: number,
   ): Promise<{ sut: ShardedSubscriber; inbox: Inbox }> {
-    const sut = new ShardedSubscriber(cluster.seeds, {}, slotCheckMs);
+    const sut = new ShardedSubscriber(seeds, {}, slotCheckMs);
     const inbox = new Inbox(sut);
     closers.push(() => sut.close());
     await sut.start();
@@ -139,7 +140,7 @@ describe(ShardedSubscriber.name, () => {
     }
 
     it('delivers SPUBLISHes of channels on every primary, each subscribed on its owner', async () => {
-      const { sut, inbox } = await startSubscriber(cluster);
+      const { sut, inbox } = await startSubscriber(cluster.seeds);
       const byPort = await onePartitionPerPrimary();
       expect(byPort.size).toBe(3);
       const channels = [...byPort.values()].map((p) => channelOf(p));
@@ -153,7 +154,7 @@ describe(ShardedSubscriber.name, () => {
     });
 
     it('resumes delivery within 2 s after the channel’s slot migrates, and names it as re-subscribed', async () => {
-      const { sut, inbox } = await startSubscriber(cluster, NO_SLOT_CHECK_MS);
+      const { sut, inbox } = await startSubscriber(cluster.seeds, NO_SLOT_CHECK_MS);
       const channel = channelOf(5);
       const slot = keySlot(channel);
       await sut.subscribe(channel);
@@ -169,8 +170,31 @@ describe(ShardedSubscriber.name, () => {
       report({ event: 'migration', migrationMs: migratedAt - startedAt, resumedAfterMs: first.at - migratedAt });
     });
 
+    it('keeps trying a channel whose SSUBSCRIBE answers MOVED, and subscribes once the slot map agrees', async () => {
+      const channel = channelOf(21);
+      const slot = String(keySlot(channel));
+      const from = await cluster.ownerOf(keySlot(channel));
+      const [to, witness] = cluster.nodes.map((n) => n.port).filter((port) => port !== from);
+      const { sut, inbox } = await startSubscriber([{ host: '127.0.0.1', port: witness }], NO_SLOT_CHECK_MS);
+      // Only the old owner hears of the move: the witness still names it, and it answers MOVED.
+      const toId = String(await redisCall(to, ['CLUSTER', 'MYID']));
+      await redisCall(from, ['CLUSTER', 'SETSLOT', slot, 'NODE', toId]);
+      let settled = false;
+      const subscribed = sut.subscribe(channel).finally(() => (settled = true));
+      await waitFor(
+        async () => (await cluster.ownerOf(keySlot(channel), witness)) === from,
+        'the witness’s stale view',
+      );
+      expect(settled).toBe(false);
+      for (const port of [to, witness]) await redisCall(port, ['CLUSTER', 'SETSLOT', slot, 'NODE', toId]);
+      await waitFor(() => settled, `the subscribe to ${channel} to settle once the slot map agrees`, 3000);
+      await subscribed;
+      expect(await publisher.spublish(channel, 'after the move')).toBe(1);
+      await waitFor(() => inbox.got(channel, 'after the move'), 'the message after the move');
+    });
+
     it('delivers nothing more on an unsubscribed channel, while its slot neighbour still gets messages', async () => {
-      const { sut, inbox } = await startSubscriber(cluster);
+      const { sut, inbox } = await startSubscriber(cluster.seeds);
       const gone = channelOf(9, ':gone');
       const barrier = channelOf(9, ':barrier'); // same slot, so same connection: its message comes after gone's
       await Promise.all([sut.subscribe(gone), sut.subscribe(barrier)]);
@@ -200,7 +224,7 @@ describe(ShardedSubscriber.name, () => {
     });
 
     it('resumes delivery after the channel’s primary is killed and its replica promoted', async () => {
-      const { sut, inbox } = await startSubscriber(cluster);
+      const { sut, inbox } = await startSubscriber(cluster.seeds);
       const channel = channelOf(17);
       const slot = keySlot(channel);
       await sut.subscribe(channel);
