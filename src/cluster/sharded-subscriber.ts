@@ -226,8 +226,9 @@ export class ShardedSubscriber {
     return link;
   }
 
-  /** `link` closed or was closed: its channels wait for an owner again. */
+  /** `link` closed: its channels wait for an owner again (unless {@link leave} retired it, empty). */
   private dropLink(address: string, link: Link): void {
+    if (!link.live) return;
     link.live = false;
     void this.links.get(address)?.then(
       (current) => current === link && this.links.delete(address),
