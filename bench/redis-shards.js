@@ -17,24 +17,12 @@ const fs = require('node:fs');
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const net = require('node:net');
-const path = require('node:path');
-const { parseArgs, untilReady, median, sleep } = require('./lib/fixed-calls');
+const { parseArgs, median, sleep } = require('./lib/fixed-calls');
+const { freePort, startApiNode } = require('./lib/api-node');
 
-const ROOT = path.resolve(__dirname, '..');
 const USAGE = 'node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]';
 const CLOCK_TICK_MS = 10; // USER_HZ = 100 on Linux
 const TOPICS = 10_000;
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A redis-server on a free port; resolves once it answers PING. */
 async function redisServer() {
@@ -71,28 +59,9 @@ function cpuMs(pid) {
   return (Number(stat[11]) + Number(stat[12])) * CLOCK_TICK_MS;
 }
 
-async function gateway(nodeId, redisUrl, shards, prefix) {
-  const port = await freePort();
-  const apiPort = await freePort();
-  const env = {
-    ...process.env,
-    UPSTREAM_URL: 'http://127.0.0.1:9',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    BACKEND_API_HOST: '127.0.0.1',
-    BACKEND_API_PORT: String(apiPort),
-    LOG_LEVEL: 'error',
-    NODE_ID: nodeId,
-    REDIS_URL: redisUrl,
-    REDIS_PREFIX: prefix,
-    ...(shards.length > 0 && { REDIS_SHARDS: shards.join(' ') }),
-  };
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
-    env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  await untilReady(apiPort, child, `gateway ${nodeId}`, 30_000);
-  return { child, apiPort };
+function gateway(nodeId, redisUrl, shards, prefix) {
+  const env = { NODE_ID: nodeId, REDIS_URL: redisUrl, REDIS_PREFIX: prefix };
+  return startApiNode(shards.length > 0 ? { ...env, REDIS_SHARDS: shards.join(' ') } : env, `gateway ${nodeId}`);
 }
 
 /** `connections` closed loops of one batch each, over both nodes, for `ms`: publishes/s. */

@@ -13,27 +13,15 @@
 const { spawn } = require('node:child_process');
 const http = require('node:http');
 const net = require('node:net');
-const path = require('node:path');
-const { parseArgs, untilReady, median, sleep } = require('./lib/fixed-calls');
+const { parseArgs, median, sleep } = require('./lib/fixed-calls');
+const { freePort, startApiNode } = require('./lib/api-node');
 
-const ROOT = path.resolve(__dirname, '..');
 const USAGE = 'node bench/redis-wait.js [--seconds 5] [--rounds 3] [--connections 16]';
 const BODY = '{"text":"hello, this is a 64-byte JSON message body!!","seq":1234}';
 const WORKLOADS = [
   { key: 'publish', path: '/v1/publish/bench/wait', body: BODY },
   { key: 'lattice', path: '/v1/lattice/bench/wait', body: '{"shared":{"room":{"msg_counter":7}}}' },
 ];
-
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = net.createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
 
 /** A redis-server child on `port`; resolves once it answers. */
 async function redisServer(port, extra = []) {
@@ -109,28 +97,16 @@ async function load(apiPort, workload, connections, ms) {
   };
 }
 
-async function gateway(redisPort, wait) {
-  const port = await freePort();
-  const apiPort = await freePort();
-  const env = {
-    ...process.env,
-    UPSTREAM_URL: 'http://127.0.0.1:9',
-    HOST: '127.0.0.1',
-    PORT: String(port),
-    BACKEND_API_HOST: '127.0.0.1',
-    BACKEND_API_PORT: String(apiPort),
-    LOG_LEVEL: 'error',
-    REDIS_URL: `redis://127.0.0.1:${redisPort}`,
-    REDIS_PREFIX: `bench-wait-${process.pid}-${Date.now()}:`,
-    REDIS_WAIT_REPLICAS: String(wait),
-    REDIS_WAIT_TIMEOUT: '1s',
-  };
-  const child = spawn(process.execPath, [path.join(ROOT, 'dist', 'main.js')], {
-    env,
-    stdio: ['ignore', 'ignore', 'inherit'],
-  });
-  await untilReady(apiPort, child, `gateway (REDIS_WAIT_REPLICAS=${wait})`, 30_000);
-  return { child, apiPort };
+function gateway(redisPort, wait) {
+  return startApiNode(
+    {
+      REDIS_URL: `redis://127.0.0.1:${redisPort}`,
+      REDIS_PREFIX: `bench-wait-${process.pid}-${Date.now()}:`,
+      REDIS_WAIT_REPLICAS: String(wait),
+      REDIS_WAIT_TIMEOUT: '1s',
+    },
+    `gateway (REDIS_WAIT_REPLICAS=${wait})`,
+  );
 }
 
 async function main() {

@@ -16,6 +16,7 @@
 
 const http = require('node:http');
 const { upstreamPoster } = require('../lib/upstream-post');
+const { SUBSCRIBE_RE, PUBLISH_RE, createApiServer } = require('../lib/baseline-api');
 const crypto = require('node:crypto');
 const { WebSocketServer } = require('ws');
 
@@ -180,17 +181,10 @@ const isObject = (v) => v !== null && typeof v === 'object' && !Array.isArray(v)
 
 // ---- backend API (/v1) ----------------------------------------------------
 
-const SUBSCRIBE_RE = /^\/v1\/connection\/([A-Za-z0-9_-]{1,64})\/subscriptions\/([A-Za-z0-9_/-]+)$/;
-const PUBLISH_RE = /^\/v1\/publish\/([A-Za-z0-9_/-]+)$/;
 const LATTICE_SUB_RE = /^\/v1\/connection\/([A-Za-z0-9_-]{1,64})\/lattices\/([A-Za-z0-9_/-]+)$/;
 const LATTICE_UPD_RE = /^\/v1\/lattice\/([A-Za-z0-9_/-]+)$/;
 
-const apiServer = http.createServer((req, res) => {
-  const chunks = [];
-  req.on('data', (c) => chunks.push(c));
-  req.on('end', () => res.writeHead(api(req, Buffer.concat(chunks)), { 'Content-Length': '0' }).end());
-});
-apiServer.keepAliveTimeout = 120_000;
+const apiServer = createApiServer(api);
 
 /** Route one /v1 request; returns the status. */
 function api(req, body) {
