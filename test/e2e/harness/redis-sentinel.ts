@@ -109,9 +109,12 @@ export class RedisSentinel {
   /**
    * Start the killed node again on its port, empty; resolves once the
    * sentinels made it a replica of the new primary, in sync, and know it: a
-   * failover could take place again.
+   * failover could take place again. The sentinels convert a node that comes
+   * back as a primary only once it has been up for four publish periods (8 s)
+   * and their INFO poll of a replica (every 10 s) has seen it, so this can
+   * take about 20 s before the sync even starts: hence the 45 s bound.
    */
-  async restartKilled(ms = 20_000): Promise<void> {
+  async restartKilled(ms = 45_000): Promise<void> {
     if (this.killed === null) throw new Error('no killed node to restart');
     await this.killed.restart();
     this.killed = null;
