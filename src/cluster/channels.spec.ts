@@ -1,4 +1,4 @@
-import { partitionTag } from './partition-tags';
+import { keySlot, partitionTag } from './partition-tags';
 import {
   ClusterNames,
   PARTITIONS,
@@ -44,14 +44,16 @@ describe(ClusterNames.name, () => {
     expect(sut.user('room/1')).toBe(sut.channel('u', 'room/1').replace(':t:', ':u:'));
     // A user's resumable sessions sit in the user's partition, beside its presence hash.
     expect(sut.userSessions('room/1')).toBe('acme:ru:{90-bb}:room/1');
-    // The control keys and channels carry no tag (SPEC §13.3).
-    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.reaper('n1')]).toEqual([
-      'acme:n:n1',
-      'acme:all',
-      'acme:alive:n1',
-      'acme:nodes',
-      'acme:reap:n1',
+    // The control keys and channels carry no partition tag (SPEC §13.3), but one control tag: one slot on a Redis Cluster.
+    expect([sut.node('n1'), sut.everyNode, sut.alive('n1'), sut.nodes, sut.reaper('n1'), sut.shardList]).toEqual([
+      'acme:{ctl}:n:n1',
+      'acme:{ctl}:all',
+      'acme:{ctl}:alive:n1',
+      'acme:{ctl}:nodes',
+      'acme:{ctl}:reap:n1',
+      'acme:{ctl}:shards',
     ]);
+    expect(new Set([sut.node('n1'), sut.queries, sut.queryAnswers('n2'), sut.nodes].map(keySlot)).size).toBe(1);
   });
 
   it("puts everything of a user's sessions and presence in the user's partition (SPEC §13.3)", () => {

@@ -25,9 +25,21 @@ export function partitionOf(name: string): number {
   return hash % PARTITIONS;
 }
 
+/**
+ * The hash tag of the control keys and channels (node registry, liveness,
+ * node channels): one tag, so that on a Redis Cluster they share one slot
+ * and a pipeline or script may take several of them (SPEC §13.3, §13.5).
+ */
+export const CONTROL_TAG = 'ctl';
+
 /** Names under one REDIS_PREFIX. */
 export class ClusterNames {
-  constructor(readonly prefix: string) {}
+  /** `<prefix>{ctl}:`: the head of every control key and channel. */
+  private readonly control: string;
+
+  constructor(readonly prefix: string) {
+    this.control = `${prefix}{${CONTROL_TAG}}:`;
+  }
 
   /** `<prefix><kind>:{<p>}:<name>`: the channel of a topic, namespace or user. */
   channel(kind: ChannelKind, name: string): string {
@@ -36,42 +48,42 @@ export class ClusterNames {
 
   /** The node's own channel: commands for its connections, and acks of its requests. */
   node(nodeId: string): string {
-    return `${this.prefix}n:${nodeId}`;
+    return `${this.control}n:${nodeId}`;
   }
 
   /** Every node listens here: commands that concern connections anywhere (endpoint 8). */
   get everyNode(): string {
-    return `${this.prefix}all`;
+    return `${this.control}all`;
   }
 
   /** Every node listens here: the backend's GET queries (SPEC §15.2), beside the node channels. */
   get queries(): string {
-    return `${this.prefix}q:all`;
+    return `${this.control}q:all`;
   }
 
   /** Where the answers to a node's queries come back. */
   queryAnswers(nodeId: string): string {
-    return `${this.prefix}q:n:${nodeId}`;
+    return `${this.control}q:n:${nodeId}`;
   }
 
   /** Liveness key of a node (`SET … PX`, refreshed while it lives). */
   alive(nodeId: string): string {
-    return `${this.prefix}alive:${nodeId}`;
+    return `${this.control}alive:${nodeId}`;
   }
 
   /** Set of node ids that have registered (the reaper walks it). */
   get nodes(): string {
-    return `${this.prefix}nodes`;
+    return `${this.control}nodes`;
   }
 
   /** The shards (REDIS_SHARDS, SPEC §13.4) every node must list: JSON of their addresses, in order. */
   get shardList(): string {
-    return `${this.prefix}shards`;
+    return `${this.control}shards`;
   }
 
   /** Lease a node takes before it reaps a dead node. */
   reaper(nodeId: string): string {
-    return `${this.prefix}reap:${nodeId}`;
+    return `${this.control}reap:${nodeId}`;
   }
 
   /** Base of a namespace's lattice keys: `<base>:log`, `<base>:meta`, `<base>:snap`. */

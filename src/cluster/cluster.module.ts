@@ -1,5 +1,6 @@
 import { Logger, Module, OnApplicationShutdown } from '@nestjs/common';
 import { TerminusModule } from '@nestjs/terminus';
+import Redis from 'ioredis';
 import { GatewayConfig } from '../config/gateway-config';
 import { ConfigError } from '../config/load-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
@@ -8,6 +9,7 @@ import { ClusterNames } from './channels';
 import { ClusterContext } from './cluster-context';
 import { NodeLiveness } from './node-liveness';
 import { RedisBroker } from './redis-broker';
+import { redisTargetOf } from './redis-client';
 import { RedisLink } from './redis-link';
 import { RedisShards } from './redis-shards';
 import { RedisHealth } from './redis.health';
@@ -45,6 +47,8 @@ async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Prom
   const names = new ClusterNames(config.redisPrefix);
   if (config.redisUrl === null) return new ClusterContext(null, names, config.nodeId, null);
   const logger = new Logger(ClusterModule.name);
+  const clusterProblem = await checkRedisCluster(config.redisUrl);
+  if (clusterProblem !== null) throw new ConfigError([clusterProblem]);
   const link = new RedisLink(config.redisUrl, metrics, config.nodeId, config.redisWait);
   const shards = new RedisShards(
     link,
@@ -129,6 +133,46 @@ async function startBroker(cluster: ClusterContext, metrics: GatewayMetrics): Pr
   const broker = new RedisBroker(cluster.shards, cluster.names, cluster.nodeId, metrics);
   await broker.start();
   return broker;
+}
+
+/**
+ * SPEC §13.5: a `redis+cluster://` URL must name a Redis Cluster of Redis
+ * 7.0 or later (sharded pub/sub). Asked of the first seed that answers; null
+ * when it is one, or when no seed answers (the node then starts with Redis
+ * down, as for any REDIS_URL).
+ */
+async function checkRedisCluster(url: string): Promise<string | null> {
+  const target = redisTargetOf(url);
+  if (target.kind !== 'cluster') return null;
+  const { seeds, username, password, tls } = target.options;
+  for (const seed of seeds) {
+    const redis = new Redis({
+      ...seed,
+      ...(username !== undefined && { username }),
+      ...(password !== undefined && { password }),
+      ...(tls !== undefined && { tls }),
+      lazyConnect: true,
+      connectTimeout: 2000,
+      maxRetriesPerRequest: 0,
+      retryStrategy: () => null,
+    });
+    redis.on('error', () => undefined); // a seed that does not answer: the next one is asked
+    try {
+      await redis.connect();
+      const info = await redis.info();
+      const version = /^redis_version:(\d+)\./m.exec(info)?.[1];
+      if (!/^cluster_enabled:1\r?$/m.test(info))
+        return `REDIS_URL: ${seed.host}:${seed.port} is not a Redis Cluster node (cluster_enabled is not 1): use redis:// for one Redis`;
+      if (version !== undefined && Number(version) < 7)
+        return `REDIS_URL: a Redis Cluster needs Redis 7.0 or later (sharded pub/sub); ${seed.host}:${seed.port} runs ${/^redis_version:(\S+)/m.exec(info)?.[1]}`;
+      return null;
+    } catch {
+      continue;
+    } finally {
+      redis.disconnect();
+    }
+  }
+  return null;
 }
 
 /** SPEC §11: Redis must not evict our keys; managed Redis may refuse CONFIG, which is fine. */

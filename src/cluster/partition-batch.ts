@@ -20,8 +20,8 @@ type Pipeline = Record<string, (...args: unknown[]) => unknown> & {
  * command (`set`, `pexpire`, ...) or a script defined on the link
  * ({@link RedisLink.script}). The batch, not its caller, decides how they
  * travel: on one Redis as one pipeline, in the order added; where partitions
- * live on several Redis (§13.4, §13.5), one pipeline per Redis, each in
- * order. Replies come back by the index {@link add} returned.
+ * live on several Redis (§13.4), one pipeline per Redis, each in order; on a
+ * Redis Cluster (§13.5) one per partition. Replies come back by the index {@link add} returned.
  */
 export class PartitionBatch {
   private readonly queued: Queued[] = [];
@@ -42,17 +42,11 @@ export class PartitionBatch {
   /** Send every command queued; resolves to their replies by index (rejects when Redis cannot be reached). */
   async exec(): Promise<ReadonlyArray<BatchReply | undefined>> {
     if (this.queued.length === 0) return [];
-    const byLink = new Map<RedisLink, number[]>();
-    this.queued.forEach(({ partition }, i) => {
-      const link = this.shards.of(partition);
-      const indexes = byLink.get(link);
-      if (indexes === undefined) byLink.set(link, [i]);
-      else indexes.push(i);
-    });
+    const groups = this.shards.groups(this.queued.map(({ partition }) => partition));
     const replies = new Array<BatchReply | undefined>(this.queued.length);
-    this.used = [...byLink.keys()];
+    this.used = [...new Set(groups.map(([link]) => link))];
     await Promise.all(
-      [...byLink].map(async ([link, indexes]) => {
+      groups.map(async ([link, indexes]) => {
         const pipeline = link.command.pipeline() as unknown as Pipeline;
         for (const i of indexes) pipeline[this.queued[i].name](...this.queued[i].args);
         const got = (await pipeline.exec()) ?? [];

@@ -164,7 +164,7 @@ export class RedisBroker extends Broker {
     const codec = this.handlers.get(kind)?.codec;
     // Request id 0: the receiver sends no ack.
     const notice = encodeCommands(this.nodeId, [[kind, target, codec === undefined ? data : codec.encode(data), 0]]);
-    this.link.command.publish(this.names.node(nodeId), notice).catch(() => undefined);
+    this.link.publish(this.names.node(nodeId), notice).catch(() => undefined);
     this.counters.commandOut.inc();
   }
 
@@ -202,7 +202,7 @@ export class RedisBroker extends Broker {
     const link = this.shards.forKey(channel);
     if (!link.isUp) return void this.counters.dropped.inc();
     const message = encodeChannelMessage(this.head, payload);
-    link.command.publish(channel, message).catch(() => this.counters.dropped.inc());
+    link.publish(channel, message).catch(() => this.counters.dropped.inc());
     this.counters.channelOut[kind].inc();
   }
 
@@ -284,7 +284,7 @@ export class RedisBroker extends Broker {
     const message = encodeCommands(this.nodeId, commands);
     try {
       if (owner === null) return this.awaitAcks(ids, await this.publishToEveryNode(message), 'every node');
-      const receivers = await this.link.timed('publish', this.link.command.publish(channel, message));
+      const receivers = await this.link.timed('publish', this.link.publish(channel, message));
       this.counters.commandOut.inc();
       if (receivers > 0) return this.awaitAcks(ids, new Set([owner]), `node ${owner}`);
     } catch {
@@ -311,19 +311,15 @@ export class RedisBroker extends Broker {
    * skips its own message and applies the command itself).
    */
   private async publishToEveryNode(message: Buffer | string): Promise<ReadonlySet<string>> {
-    const redis = this.link.command;
     const [listed] = await this.link.timed(
       'publish',
-      Promise.all([redis.smembers(this.names.nodes), redis.publish(this.names.everyNode, message)]),
+      Promise.all([this.link.command.smembers(this.names.nodes), this.link.publish(this.names.everyNode, message)]),
     );
     this.counters.commandOut.inc();
     const others = listed.filter((node) => node !== this.nodeId);
     if (others.length === 0) return new Set();
-    const counts = (await this.link.timed(
-      'pubsub',
-      redis.pubsub('NUMSUB', ...others.map((node) => this.names.node(node))),
-    )) as Array<string | number>;
-    return new Set(others.filter((_, i) => Number(counts[2 * i + 1]) > 0));
+    const counts = await this.link.countSubscribers(others.map((node) => this.names.node(node)));
+    return new Set(others.filter((_, i) => counts[i] > 0));
   }
 
   /** Wait for the acks of `expected` nodes on each of `ids` (5 s), then fail them with 503 owner_unreachable. */
@@ -435,7 +431,7 @@ export class RedisBroker extends Broker {
     const ids = commands.map((command) => command[3]).filter((id) => id !== 0);
     if (ids.length === 0) return;
     const failed = commands.filter((command, i) => command[3] !== 0 && !outcomes[i]).map((command) => command[3]);
-    this.link.command.publish(this.names.node(from), encodeAcks(this.nodeId, ids, failed)).catch(() => undefined);
+    this.link.publish(this.names.node(from), encodeAcks(this.nodeId, ids, failed)).catch(() => undefined);
     this.counters.ackOut.inc();
   }
 

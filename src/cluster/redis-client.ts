@@ -1,6 +1,9 @@
 import Redis, { RedisOptions } from 'ioredis';
 import { parseRedisUrl, RedisTarget } from '../config/redis-url';
 
+/** A target of one Redis (direct or through Sentinel); a Redis Cluster has its own client (redis-cluster-client.ts). */
+export type OneRedisTarget = Exclude<RedisTarget, { readonly kind: 'cluster' }>;
+
 /** A sentinel that does not answer a query within this is skipped for the next one. */
 const SENTINEL_COMMAND_TIMEOUT_MS = 2000;
 
@@ -21,7 +24,7 @@ export function redisTargetOf(url: string): RedisTarget {
  * that it reconnects to the new primary, and a READONLY answer (the node was
  * demoted under us) drops it too.
  */
-export function createRedisClient(target: RedisTarget, options: RedisOptions): Redis {
+export function createRedisClient(target: OneRedisTarget, options: RedisOptions): Redis {
   if (target.kind === 'direct') return new Redis(target.url, options);
   const { sentinels, ...sentinelOptions } = target.options;
   return new Redis({

@@ -5,6 +5,7 @@ import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { PrimaryWatch } from './primary-watch';
 import { createRedisClient, redisTargetOf } from './redis-client';
+import { ClusterSubscriber, createClusterClient } from './redis-cluster-client';
 import { redisErrorCause, redisUrlForLog } from '../config/redis-address';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
@@ -18,6 +19,38 @@ const MAX_RETRY_DELAY_MS = 1000;
 const SENTINEL_ROUND_FAILED = 'All sentinels are unreachable';
 /** REDIS_WAIT_REPLICAS=0: nothing to wait for (one shared promise, nothing allocated per write). */
 const CONFIRMED = Promise.resolve();
+/** On a Redis Cluster: the subscriber counts of channels of one slot, asked of the primary owning it (SPEC §13.5). */
+const SHARD_NUMSUB = `#!lua flags=no-writes
+return redis.call('PUBSUB', 'SHARDNUMSUB', unpack(KEYS))`;
+
+/** The link's subscriber connection as the link uses it: a Redis connection, or a Redis Cluster's sharded subscriber. */
+interface LinkSubscriber {
+  readonly status: string;
+  connect(): Promise<unknown>;
+  subscribe(...channels: string[]): Promise<unknown>;
+  unsubscribe(channel: string): Promise<unknown>;
+  quit(): Promise<unknown>;
+  disconnect(reconnect?: boolean): void;
+  on(event: string, listener: (...args: any[]) => void): unknown;
+}
+
+/**
+ * What differs between one Redis (direct or through Sentinel) and a Redis
+ * Cluster, chosen once per link: how messages are published and counted,
+ * how the subscriber is synced, what identifies the instance (SPEC §13.1),
+ * and the command scripts publish with.
+ */
+interface LinkMode {
+  publish(channel: string, message: string | Buffer): Promise<number>;
+  /** Subscriber counts of `channels` (all of one slot), in order. */
+  countSubscribers(channels: readonly string[]): Promise<number[]>;
+  /** Every message sent to this node on `channel` before now was delivered. */
+  sync(channel: string): Promise<unknown>;
+  /** The instance's identity: `run_id`, or on a Redis Cluster its primaries' node ids. */
+  readInstance(): Promise<string>;
+  /** A script as this topology runs it. */
+  lua(source: string): string;
+}
 
 /**
  * The two Redis connections of a node (CLUSTER.md "Channels and keys"): one
@@ -31,9 +64,12 @@ const CONFIRMED = Promise.resolve();
  */
 export class RedisLink {
   readonly command: Redis;
-  private readonly subscriber: Redis;
+  private readonly subscriber: LinkSubscriber;
   /** SPEC §13.2: with Sentinel, both connections stay on the current primary. */
-  private readonly primary: PrimaryWatch;
+  private readonly primary: PrimaryWatch | null;
+  private readonly mode: LinkMode;
+  /** On a Redis Cluster (SPEC §13.5): a pipeline may only hold keys of one slot. */
+  readonly isCluster: boolean;
   private readonly logger = new Logger(RedisLink.name);
   private readonly channels = new Set<string>();
   private readonly upListeners: LinkUpListener[] = [];
@@ -87,9 +123,21 @@ export class RedisLink {
     const target = redisTargetOf(url);
     this.address = redisUrlForLog(url, target);
     metrics.redisUp.labels(shard).set(0);
-    this.command = createRedisClient(target, options);
-    this.subscriber = createRedisClient(target, options);
-    this.primary = new PrimaryWatch(target, this.command, this.subscriber, metrics.redisFailovers);
+    this.isCluster = target.kind === 'cluster';
+    if (target.kind === 'cluster') {
+      this.command = createClusterClient(target.options, options);
+      const sharded = new ClusterSubscriber(target.options, options, options.retryStrategy as (n: number) => number);
+      this.subscriber = sharded;
+      this.primary = null;
+      this.mode = this.clusterMode(sharded);
+      sharded.on('primaries', (primaries: string) => this.onPrimariesChanged(primaries));
+    } else {
+      const subscriber = createRedisClient(target, options);
+      this.command = createRedisClient(target, options);
+      this.subscriber = subscriber;
+      this.primary = new PrimaryWatch(target, this.command, subscriber, metrics.redisFailovers);
+      this.mode = this.serverMode(subscriber);
+    }
     for (const [role, client] of [
       ['command', this.command],
       ['subscriber', this.subscriber],
@@ -100,12 +148,50 @@ export class RedisLink {
       // ioredis reports every failed attempt here; the down transition is logged once in onDown.
       client.on('error', (err: Error) => this.onError(role, err));
     }
-    this.subscriber.on('messageBuffer', (channel: Buffer, message: Buffer) => {
+    this.subscriber.on('messageBuffer', (channel: Buffer | string, message: Buffer) => {
       this.lastHeardAt = Date.now();
       this.probeSentAt = null;
-      const name = channel.toString();
+      const name = typeof channel === 'string' ? channel : channel.toString();
       for (const listener of this.messageListeners) listener(name, message);
     });
+  }
+
+  /** One Redis, direct or through Sentinel: plain pub/sub, `run_id` as the instance. */
+  private serverMode(subscriber: Redis): LinkMode {
+    const command = this.command;
+    return {
+      publish: (channel, message) => command.publish(channel, message),
+      countSubscribers: async (channels) => {
+        const counts = (await command.pubsub('NUMSUB', ...channels)) as Array<string | number>;
+        return channels.map((_, i) => Number(counts[2 * i + 1]));
+      },
+      sync: () => subscriber.ping(),
+      readInstance: async () => runIdOf(await this.timed('info', command.info('server'))),
+      lua: (source) => source,
+    };
+  }
+
+  /**
+   * A Redis Cluster (SPEC §13.5): sharded pub/sub (a message reaches only the
+   * primary owning its channel's slot, scripts included), counts asked of
+   * that primary, the primaries' node ids as the instance (a failover is
+   * another instance: new epochs, as after a Redis restart).
+   */
+  private clusterMode(sharded: ClusterSubscriber): LinkMode {
+    const command = this.command;
+    // Defined on first use: the link's own script() reads the mode this returns.
+    let numsub: ReturnType<RedisLink['script']> | null = null;
+    return {
+      publish: (channel, message) => command.spublish(channel, message) as Promise<number>,
+      countSubscribers: async (channels) => {
+        numsub ??= this.script('gatewayShardNumsub', null, SHARD_NUMSUB);
+        const counts = (await numsub(channels, [])) as Array<string | number>;
+        return channels.map((_, i) => Number(counts[2 * i + 1]));
+      },
+      sync: (channel) => sharded.sync(channel),
+      readInstance: () => Promise.resolve(sharded.primaries),
+      lua: (source) => source.replace(/redis\.call\('PUBLISH',/g, "redis.call('SPUBLISH',"),
+    };
   }
 
   /** Both connections ready. */
@@ -220,7 +306,7 @@ export class RedisLink {
   startProbe(channel: string, idleMs: number, timeoutMs: number): void {
     const tick = (): void => {
       // Also while down: a resync can hang on a connection left on a silent former primary.
-      void this.primary.check(timeoutMs);
+      void this.primary?.check(timeoutMs);
       if (!this.isUpNow) return;
       const now = Date.now();
       if (this.probeSentAt !== null) {
@@ -233,7 +319,7 @@ export class RedisLink {
       }
       if (now - this.lastHeardAt < idleMs) return;
       this.probeSentAt = now;
-      this.command.publish(channel, 'probe').catch(() => undefined);
+      this.mode.publish(channel, 'probe').catch(() => undefined);
     };
     this.probeTimer = setInterval(tick, Math.max(10, Math.min(idleMs, timeoutMs) / 2));
     this.probeTimer.unref();
@@ -252,12 +338,23 @@ export class RedisLink {
   }
 
   /**
-   * Resolves once every channel message Redis sent this node before now has
-   * reached the message listeners: a PING on the subscriber connection, whose
-   * answer comes after them (one connection keeps Redis' order).
+   * Resolves once every message of `channel` Redis sent this node before now
+   * has reached the message listeners: a PING on the subscriber connection
+   * that carries it, whose answer comes after them (one connection keeps
+   * Redis' order).
    */
-  async syncSubscriber(): Promise<void> {
-    await this.timed('ping', this.subscriber.ping());
+  async syncSubscriber(channel: string): Promise<void> {
+    await this.timed('ping', this.mode.sync(channel));
+  }
+
+  /** PUBLISH (SPUBLISH on a Redis Cluster); resolves to the receivers Redis counted. */
+  publish(channel: string, message: string | Buffer): Promise<number> {
+    return this.mode.publish(channel, message);
+  }
+
+  /** The subscriber counts of `channels`, in order; on a Redis Cluster they must share one slot (control channels do). */
+  countSubscribers(channels: readonly string[]): Promise<number[]> {
+    return this.timed('pubsub', this.mode.countSubscribers(channels));
   }
 
   unsubscribe(channel: string): void {
@@ -278,7 +375,7 @@ export class RedisLink {
     keyCount: number | null,
     lua: string,
   ): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
-    const source = lua.startsWith('#!') ? lua : `#!lua\n${lua}`;
+    const source = this.mode.lua(lua.startsWith('#!') ? lua : `#!lua\n${lua}`);
     this.scripts.set(name, source);
     this.command.defineCommand(name, keyCount === null ? { lua: source } : { numberOfKeys: keyCount, lua: source });
     const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
@@ -345,7 +442,7 @@ export class RedisLink {
 
   private async resubscribeThenAnnounce(): Promise<void> {
     try {
-      const instance = runIdOf(await this.timed('info', this.command.info('server')));
+      const instance = await this.mode.readInstance();
       if (this.instanceNow !== '' && instance !== this.instanceNow) this.replacedAtMs = Date.now();
       this.instanceNow = instance;
       if (this.hasBeenUp) await this.settle();
@@ -399,6 +496,21 @@ export class RedisLink {
         redis: this.address,
         cause: this.lastCauseNow ?? 'connection closed',
       });
+  }
+
+  /**
+   * A Redis Cluster's primaries changed (a failover, a primary added or
+   * removed): as for a Redis restart, data written before may be behind what
+   * was acknowledged (SPEC §13.1), so the instance changes (new epochs) and
+   * every up-listener re-asserts this node's state.
+   */
+  private onPrimariesChanged(primaries: string): void {
+    if (primaries === this.instanceNow) return;
+    this.replacedAtMs = Date.now();
+    this.instanceNow = primaries;
+    this.metrics.redisFailovers.inc();
+    this.logger.warn({ msg: 'redis cluster primaries changed: re-asserting this node', redis: this.address });
+    this.resyncNow();
   }
 
   /** The last connection error's cause (null: none yet), e.g. for the start-up line. */

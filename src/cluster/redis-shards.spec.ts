@@ -32,6 +32,8 @@ describe('RedisShards', () => {
   it('reads the partition of a key by its tag only', () => {
     expect(partitionOfKey('acme:th:{5-hd6}:a{b}')).toBe(5);
     expect(partitionOfKey('acme:nodes')).toBeNull();
+    expect(partitionOfKey('acme:{ctl}:n:node-1')).toBeNull();
+    expect(partitionOfKey('acme:{ctl}:n:{5-hd6}')).toBeNull(); // the first tag counts, as in Redis Cluster
     expect(partitionOfKey('acme:x:{999-a}:y')).toBeNull();
     expect(partitionOfKey('acme:x:{abc}:y')).toBeNull();
   });

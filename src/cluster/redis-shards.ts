@@ -58,22 +58,32 @@ export class RedisShards {
    * as ioredis gives them), timed as `command`.
    */
   async pipeline(command: string, commands: readonly KeyedCommand[]): Promise<Array<[Error | null, unknown]>> {
-    const byLink = new Map<RedisLink, number[]>();
-    commands.forEach(([, key], i) => {
-      const link = this.forKey(key);
-      const indexes = byLink.get(link);
-      if (indexes === undefined) byLink.set(link, [i]);
-      else indexes.push(i);
-    });
     const replies = new Array<[Error | null, unknown]>(commands.length);
     await Promise.all(
-      [...byLink].map(async ([link, indexes]) => {
+      this.groups(commands.map(([, key]) => partitionOfKey(key))).map(async ([link, indexes]) => {
         const sent = link.command.pipeline(indexes.map((i) => [...commands[i]]));
         const got = (await link.timed(command, sent.exec())) ?? [];
         indexes.forEach((index, j) => (replies[index] = got[j] ?? [null, null]));
       }),
     );
     return replies;
+  }
+
+  /**
+   * How commands of these partitions (null: control keys) travel together:
+   * one pipeline per link, each in the given order; on a Redis Cluster, where
+   * a pipeline may only hold keys of one slot, one per partition (SPEC §13.5).
+   */
+  groups(partitions: ReadonlyArray<number | null>): Array<[RedisLink, number[]]> {
+    const groups = new Map<RedisLink | number, [RedisLink, number[]]>();
+    partitions.forEach((partition, i) => {
+      const link = partition === null ? this.control : this.byPartition[partition];
+      const group = link.isCluster ? (partition ?? -1) : link;
+      const found = groups.get(group);
+      if (found === undefined) groups.set(group, [link, [i]]);
+      else found[1].push(i);
+    });
+    return [...groups.values()];
   }
 
   /**
@@ -95,11 +105,18 @@ export class RedisShards {
 /** A command for {@link RedisShards.pipeline}: its name, its key (which decides its link), then the rest. */
 export type KeyedCommand = readonly [name: string, key: string, ...args: Array<string | number | Buffer>];
 
-/** The partition of a key or channel by its `{<p>-…}` tag; null for a control key (no tag). */
+/**
+ * The partition of a key or channel by its hash tag (the first `{…}`, as
+ * Redis Cluster reads it): `<p>-<suffix>` names partition p; any other tag
+ * (the control tag) or none: null, a control key.
+ */
 export function partitionOfKey(key: string): number | null {
   const open = key.indexOf('{');
   if (open < 0) return null;
-  const dash = key.indexOf('-', open);
-  const partition = dash < 0 ? NaN : Number(key.slice(open + 1, dash));
-  return Number.isInteger(partition) && partition >= 0 && partition < PARTITIONS ? partition : null;
+  const close = key.indexOf('}', open + 1);
+  const dash = key.indexOf('-', open + 1);
+  if (close < 0 || dash < 0 || dash > close) return null;
+  const digits = key.slice(open + 1, dash);
+  const partition = /^\d{1,3}$/.test(digits) ? Number(digits) : NaN;
+  return Number.isInteger(partition) && partition < PARTITIONS ? partition : null;
 }

@@ -55,6 +55,9 @@ export class ShardedSubscriber {
   private command: Redis | null = null;
   private readonly messageListeners: Array<(channel: string, message: Buffer) => void> = [];
   private readonly resubscribedListeners: Array<(channels: string[]) => void> = [];
+  private readonly primariesListeners: Array<(primaries: string) => void> = [];
+  /** The node ids of the primaries serving slots, sorted and joined ('' before the first read). */
+  private primariesNow = '';
   private healing: Promise<void> | null = null;
   private healAgain = false;
   private checkTimer: NodeJS.Timeout | null = null;
@@ -119,6 +122,33 @@ export class ShardedSubscriber {
   /** `listener` gets channels re-subscribed on another connection: messages may have been missed meanwhile. */
   onResubscribed(listener: (channels: string[]) => void): void {
     this.resubscribedListeners.push(listener);
+  }
+
+  /**
+   * `listener` gets the primaries' node ids (sorted, space-separated) each
+   * time the set of primaries serving slots changes: a failover, a primary
+   * added or removed. Not called for the first read.
+   */
+  onPrimariesChanged(listener: (primaries: string) => void): void {
+    this.primariesListeners.push(listener);
+  }
+
+  /** The node ids of the primaries serving slots as last read (sorted, space-separated). */
+  get primaries(): string {
+    return this.primariesNow;
+  }
+
+  /**
+   * Resolves once every message the primary owning `channel` sent this node
+   * before now was delivered (a PING behind them on the same connection); at
+   * once when the channel is not placed (nothing to wait for).
+   */
+  async sync(channel: string): Promise<void> {
+    const on = this.channels.get(channel)?.on;
+    if (on === null || on === undefined) return;
+    const link = await this.links.get(on)?.catch(() => null);
+    if (!link?.live) return;
+    await Promise.race([link.redis.ping(), link.closed]);
   }
 
   /** Close every connection; pending subscribes reject. */
@@ -298,11 +328,18 @@ export class ShardedSubscriber {
 
   private learn(reply: SlotsReply): void {
     const owners = new Array<string>(KEY_SLOTS).fill('');
+    const primaries = new Set<string>();
     for (const [first, last, ...nodes] of reply) {
       for (const [host, port] of nodes) this.known.add(`${host}:${port}`);
       owners.fill(`${nodes[0][0]}:${nodes[0][1]}`, first, last + 1);
+      primaries.add(String(nodes[0][2] ?? `${nodes[0][0]}:${nodes[0][1]}`));
     }
     this.owners = owners;
+    const now = [...primaries].sort().join(' ');
+    if (now === this.primariesNow) return;
+    const isFirst = this.primariesNow === '';
+    this.primariesNow = now;
+    if (!isFirst) for (const listener of this.primariesListeners) listener(now);
   }
 }
 

@@ -216,7 +216,8 @@ const ENV_ROWS: EnvRow[] = [
     valid: 'rediss://cache.test:6380',
     parsed: 'rediss://cache.test:6380',
     invalid: 'http://user:hunter2@cache.test',
-    message: 'REDIS_URL: the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://',
+    message:
+      'REDIS_URL: the scheme must be redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://',
   },
   {
     key: 'REDIS_PREFIX',

@@ -141,6 +141,17 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
   if (env.REDIS_SHARDS !== undefined && env.REDIS_URL === undefined) {
     problems.push('REDIS_SHARDS: needs REDIS_URL (the control instance: node registry, liveness, node channels)');
   }
+  const isCluster = env.REDIS_URL !== undefined && /^rediss?\+cluster:/i.test(env.REDIS_URL);
+  if (isCluster && env.REDIS_SHARDS !== undefined) {
+    problems.push(
+      'REDIS_SHARDS: not with a Redis Cluster (REDIS_URL redis+cluster://): the cluster spreads the partitions over its primaries itself',
+    );
+  }
+  if (isCluster && Number(env.REDIS_WAIT_REPLICAS) !== 0) {
+    problems.push(
+      'REDIS_WAIT_REPLICAS: not supported with a Redis Cluster yet (REDIS_URL redis+cluster://); leave it 0',
+    );
+  }
   const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every(
     (text) => checkDuration()(text) === null,
   );

@@ -9,10 +9,16 @@ const SECRET_QUERY_KEY = /pass|user|secret|token|auth/i;
  * without credentials as it is, so a wrong host, port, database or scheme
  * (`redis://` against a TLS port) is seen at once; with a user name or
  * password, the same URL with them replaced by `<redacted>`. A Sentinel URL
- * keeps its sentinels and master name; a query that may hold a credential is
+ * keeps its sentinels and master name, a Cluster URL its seed nodes; a query that may hold a credential is
  * redacted as a whole.
  */
 export function redisUrlForLog(text: string, target: RedisTarget): string {
+  if (target.kind === 'cluster') {
+    const { seeds, username, password } = target.options;
+    const scheme = text.slice(0, text.indexOf(':'));
+    const hosts = seeds.map(({ host, port }) => `${host}:${port}`).join(',');
+    return `${scheme}://${username !== undefined || password !== undefined ? `${REDACTED}@` : ''}${hosts}`;
+  }
   if (target.kind === 'sentinel') {
     const { sentinels, name, username, password } = target.options;
     const scheme = text.slice(0, text.indexOf(':'));

@@ -65,13 +65,49 @@ describe(parseRedisUrl.name, () => {
     expect(parseRedisUrl(url)).toEqual({ target: { kind: 'sentinel', options }, problem: null });
   });
 
+  const clusterRows: Array<[string, object]> = [
+    [
+      'redis+cluster://10.0.0.1:7000,10.0.0.2',
+      {
+        seeds: [
+          { host: '10.0.0.1', port: 7000 },
+          { host: '10.0.0.2', port: 6379 },
+        ],
+      },
+    ],
+    [
+      'rediss+cluster://gw:p%40ss@c1.test:7000',
+      { seeds: [{ host: 'c1.test', port: 7000 }], username: 'gw', password: 'p@ss', tls: {} },
+    ],
+    ['redis+cluster://:secret@[::1]:7001', { seeds: [{ host: '::1', port: 7001 }], password: 'secret' }],
+  ];
+  it.each(clusterRows)('reads %j as Redis Cluster seeds (SPEC §13.5)', (url, options) => {
+    expect(parseRedisUrl(url)).toEqual({ target: { kind: 'cluster', options }, problem: null });
+  });
+
   const problemRows: Array<[string, string]> = [
     [
       'http://user:hunter2@cache.test',
-      'the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://',
+      'the scheme must be redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://',
     ],
-    ['redis+cluster://a:1/m', 'the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://'],
-    ['cache.test:6379', 'the scheme must be redis://, rediss://, redis+sentinel:// or rediss+sentinel://'],
+    [
+      'redis+cluster://a:1/m',
+      'redis+cluster:// URL: takes no path, query or fragment (a Redis Cluster has database 0 only); percent-encode "/", "?", "#" and "@" in user names and passwords',
+    ],
+    ['redis+cluster://', 'redis+cluster:// URL: no seed node (expected [user:password@]host:port[,host:port...])'],
+    ['redis+cluster:a:1', 'redis+cluster:// URL: expected redis+cluster://[user:password@]host:port[,host:port...]'],
+    [
+      'redis+cluster://a:1,b:0',
+      'redis+cluster:// URL: seed node "b:0" is not host:port (a host name or IP address, [IPv6], port 1 to 65535)',
+    ],
+    [
+      'redis+cluster://a:1?db=1',
+      'redis+cluster:// URL: takes no path, query or fragment (a Redis Cluster has database 0 only); percent-encode "/", "?", "#" and "@" in user names and passwords',
+    ],
+    [
+      'cache.test:6379',
+      'the scheme must be redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://',
+    ],
     ['redis://[bad', 'is not a valid redis:// URL'],
     [
       'redis+sentinel:s1.test/m',

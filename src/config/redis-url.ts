@@ -26,9 +26,23 @@ export interface SentinelOptions {
   readonly enableTLSForSentinelMode?: boolean;
 }
 
-/** What REDIS_URL names: one Redis (ioredis reads the URL itself, as it always did) or a Sentinel-managed primary. */
+/**
+ * A Redis Cluster (SPEC §13.5): seed nodes (any of its nodes; the slot map
+ * names the rest), the credentials every node shares, `tls` for
+ * `rediss+cluster://`.
+ */
+export interface ClusterOptions {
+  readonly seeds: readonly SentinelAddress[];
+  readonly username?: string;
+  readonly password?: string;
+  readonly tls?: Record<string, never>;
+}
+
+/** What REDIS_URL names: one Redis (ioredis reads the URL itself, as it always did), a Sentinel-managed primary, or a Redis Cluster. */
 export type RedisTarget =
-  { readonly kind: 'direct'; readonly url: string } | { readonly kind: 'sentinel'; readonly options: SentinelOptions };
+  | { readonly kind: 'direct'; readonly url: string }
+  | { readonly kind: 'sentinel'; readonly options: SentinelOptions }
+  | { readonly kind: 'cluster'; readonly options: ClusterOptions };
 
 /** The parse: a target, or one problem text that never holds a secret. */
 export type RedisUrlParse =
@@ -36,8 +50,11 @@ export type RedisUrlParse =
 
 /** Sentinel's own default port, for an address given without one. */
 export const DEFAULT_SENTINEL_PORT = 26379;
+/** Redis' own default port, for a cluster seed given without one. */
+export const DEFAULT_REDIS_PORT = 6379;
 const SCHEME = /^([A-Za-z][A-Za-z0-9+.-]*):/;
 const SENTINEL_SCHEMES: Readonly<Record<string, boolean>> = { 'redis+sentinel': false, 'rediss+sentinel': true };
+const CLUSTER_SCHEMES: Readonly<Record<string, boolean>> = { 'redis+cluster': false, 'rediss+cluster': true };
 const QUERY_KEYS = { sentinel_username: 'sentinelUsername', sentinel_password: 'sentinelPassword' } as const;
 type QueryKey = keyof typeof QUERY_KEYS;
 const HOST_NAME = /^[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?(?:\.[A-Za-z0-9](?:[A-Za-z0-9-]*[A-Za-z0-9])?)*$/;
@@ -45,7 +62,9 @@ const HOST_PORT = /^(\[[0-9A-Fa-f:.]+\]|[^:[\]]+)(?::(\d{1,5}))?$/;
 /** A master name as `sentinel monitor` takes it: visible ASCII. */
 const MASTER_NAME = /^[\x21-\x7e]{1,128}$/;
 const FORM = '[user:password@]host:port[,host:port...]/<master-name>[?sentinel_username=...&sentinel_password=...]';
-const ALLOWED_SCHEMES = 'redis://, rediss://, redis+sentinel:// or rediss+sentinel://';
+const CLUSTER_FORM = '[user:password@]host:port[,host:port...]';
+const ALLOWED_SCHEMES =
+  'redis://, rediss://, redis+sentinel://, rediss+sentinel://, redis+cluster:// or rediss+cluster://';
 
 class UrlProblem extends Error {}
 
@@ -65,17 +84,39 @@ export function parseRedisUrl(text: string): RedisUrlParse {
       ? { target: { kind: 'direct', url: text }, problem: null }
       : { target: null, problem: `is not a valid ${scheme}:// URL` };
   }
+  if (scheme !== undefined && Object.hasOwn(CLUSTER_SCHEMES, scheme)) {
+    return parsed(scheme, () => ({ kind: 'cluster', options: parseClusterUrl(scheme, text.slice(scheme.length + 1)) }));
+  }
   if (scheme === undefined || !Object.hasOwn(SENTINEL_SCHEMES, scheme))
     return { target: null, problem: `the scheme must be ${ALLOWED_SCHEMES}` };
+  return parsed(scheme, () => ({ kind: 'sentinel', options: parseSentinelUrl(scheme, text.slice(scheme.length + 1)) }));
+}
+
+/** The target `parse` builds, or its {@link UrlProblem} as the problem text. */
+function parsed(scheme: string, parse: () => RedisTarget): RedisUrlParse {
   try {
-    return {
-      target: { kind: 'sentinel', options: parseSentinelUrl(scheme, text.slice(scheme.length + 1)) },
-      problem: null,
-    };
+    return { target: parse(), problem: null };
   } catch (err) {
     if (!(err instanceof UrlProblem)) throw err;
     return { target: null, problem: `${scheme}:// URL: ${err.message}` };
   }
+}
+
+/** `rest` is what follows `<scheme>:`: seed nodes and credentials, nothing else (SPEC §13.5). */
+function parseClusterUrl(scheme: string, rest: string): ClusterOptions {
+  if (!rest.startsWith('//')) throw new UrlProblem(`expected ${scheme}://${CLUSTER_FORM}`);
+  const body = rest.slice(2);
+  const at = body.lastIndexOf('@');
+  const authority = at === -1 ? body : body.slice(at + 1);
+  if (/[/?#]/.test(authority))
+    throw new UrlProblem(
+      'takes no path, query or fragment (a Redis Cluster has database 0 only); percent-encode "/", "?", "#" and "@" in user names and passwords',
+    );
+  return {
+    seeds: addresses(authority, 'seed node', DEFAULT_REDIS_PORT, CLUSTER_FORM),
+    ...(at === -1 ? {} : userInfo(body.slice(0, at))),
+    ...(CLUSTER_SCHEMES[scheme] ? { tls: {} } : {}),
+  };
 }
 
 /** `rest` is what follows `<scheme>:`. */
@@ -97,7 +138,7 @@ function parseSentinelUrl(scheme: string, rest: string): SentinelOptions {
   const path = queryStart === -1 ? tail : tail.slice(0, queryStart);
   const isTls = SENTINEL_SCHEMES[scheme];
   return {
-    sentinels: sentinelAddresses(authority.slice(at + 1)),
+    sentinels: addresses(authority.slice(at + 1), 'sentinel address', DEFAULT_SENTINEL_PORT, FORM),
     name: masterName(path),
     ...credentials,
     ...queryOptions(queryStart === -1 ? '' : tail.slice(queryStart + 1)),
@@ -112,16 +153,16 @@ function userInfo(text: string): Pick<SentinelOptions, 'username' | 'password'> 
   return { ...(username === '' ? {} : { username }), ...(password === '' ? {} : { password }) };
 }
 
-function sentinelAddresses(text: string): SentinelAddress[] {
-  if (text === '') throw new UrlProblem(`no sentinel address (expected ${FORM})`);
+function addresses(text: string, what: string, defaultPort: number, form: string): SentinelAddress[] {
+  if (text === '') throw new UrlProblem(`no ${what} (expected ${form})`);
   return text.split(',').map((entry) => {
     const match = HOST_PORT.exec(entry);
     const host = match?.[1].replace(/^\[(.*)\]$/, '$1') ?? '';
-    const port = match?.[2] === undefined ? DEFAULT_SENTINEL_PORT : Number(match[2]);
+    const port = match?.[2] === undefined ? defaultPort : Number(match[2]);
     const isHost = isIP(host) !== 0 || HOST_NAME.test(host);
     if (!match || !isHost || port < 1 || port > 65535) {
       throw new UrlProblem(
-        `sentinel address ${JSON.stringify(entry)} is not host:port (a host name or IP address, [IPv6], port 1 to 65535)`,
+        `${what} ${JSON.stringify(entry)} is not host:port (a host name or IP address, [IPv6], port 1 to 65535)`,
       );
     }
     return { host, port };

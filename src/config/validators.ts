@@ -169,7 +169,7 @@ export const checkHttpUrl: Check = (value) => {
   return hasExtras ? `${VALUE} must not hold credentials, a query or a fragment` : null;
 };
 
-/** SPEC §11, §13.2: `redis://`, `rediss://`, `redis+sentinel://`, `rediss+sentinel://` (config/redis-url.ts). */
+/** SPEC §11, §13.2, §13.5: `redis://`, `rediss://`, `redis+sentinel://`, `rediss+sentinel://`, `redis+cluster://`, `rediss+cluster://` (config/redis-url.ts). */
 export const checkRedisUrl: Check = (value) =>
   typeof value === 'string' ? parseRedisUrl(value).problem : 'must be a string';
 
@@ -179,8 +179,10 @@ export const checkRedisShards: Check = (value) => {
   const urls = value.split(/\s+/).filter((url) => url !== '');
   if (urls.length === 0) return 'lists no Redis URL (unset it to keep everything on REDIS_URL)';
   for (const [i, url] of urls.entries()) {
-    const problem = parseRedisUrl(url).problem;
+    const { target, problem } = parseRedisUrl(url);
     if (problem !== null) return `shard ${i + 1}: ${problem}`;
+    if (target.kind === 'cluster')
+      return `shard ${i + 1}: a Redis Cluster cannot be a shard (give it as REDIS_URL, without REDIS_SHARDS)`;
   }
   if (new Set(urls).size < urls.length) return 'names one Redis twice';
   return null;

@@ -199,7 +199,7 @@ export class TopicLog {
    * connections).
    */
   awaitInFlight(topic: string): Promise<void> {
-    return this.shards.ofName(topic).syncSubscriber();
+    return this.shards.ofName(topic).syncSubscriber(this.names.channel('t', topic));
   }
 
   /**

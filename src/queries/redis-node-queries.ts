@@ -114,7 +114,7 @@ export class RedisNodeQueries extends NodeQueries {
       const others = await this.liveOthers();
       this.lastSeenOthers = others;
       query.expected = new Set([this.nodeId, ...others]);
-      if (others.length > 0) await this.link.command.publish(this.requestChannel, JSON.stringify(request));
+      if (others.length > 0) await this.link.publish(this.requestChannel, JSON.stringify(request));
       this.checkDone(query);
     } catch (err) {
       this.logger.debug({ msg: 'query broadcast failed', error: (err as Error).message });
@@ -135,7 +135,7 @@ export class RedisNodeQueries extends NodeQueries {
     try {
       const value = await this.answerHere(request.k, request.a);
       const reply: QueryReply = { i: request.i, n: this.nodeId, v: value };
-      await this.link.command.publish(this.names.queryAnswers(request.f), JSON.stringify(reply));
+      await this.link.publish(this.names.queryAnswers(request.f), JSON.stringify(reply));
     } catch (err) {
       this.logger.warn({ msg: 'query not answered', kind: request.k, error: (err as Error).message });
     }

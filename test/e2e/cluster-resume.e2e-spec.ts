@@ -487,7 +487,7 @@ handlers:
       try {
         await untilRedisHas(
           redis,
-          async (r) => (await r.sismember(`${prefix}nodes`, 'nodeK')) === 0,
+          async (r) => (await r.sismember(new ClusterNames(prefix).nodes, 'nodeK')) === 0,
           'nodeK reaped',
           20_000,
         );

@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as net from 'node:net';
 import { RedisServer } from './redis-server';
+import { startRedisCluster } from './redis-topologies';
 
 /** Where the cluster specs look for Redis unless TEST_REDIS_URL says otherwise. */
 export const DEFAULT_TEST_REDIS_URL = 'redis://127.0.0.1:6379';
@@ -28,23 +29,39 @@ export async function ensureTestRedis(): Promise<void> {
 }
 
 /**
- * The Redis topology of the run's cluster specs (SPEC §13.4, issue 30's
- * matrix): `TEST_REDIS_TOPOLOGY=shards` starts three private shards for the
- * run and names them in TEST_REDIS_SHARDS, which every test cluster passes as
- * REDIS_SHARDS (REDIS_URL stays the control instance); unset or `one`: one Redis.
+ * The Redis topology of the run's cluster specs (SPEC §13.4, §13.5, issue
+ * 30's matrix): `TEST_REDIS_TOPOLOGY=shards` starts three private shards for
+ * the run and names them in TEST_REDIS_SHARDS, which every test cluster
+ * passes as REDIS_SHARDS (REDIS_URL stays the control instance);
+ * `TEST_REDIS_TOPOLOGY=cluster` forms a three-primary Redis Cluster and names
+ * it in TEST_REDIS_CLUSTER (a `redis+cluster://` URL), which every test
+ * cluster passes as REDIS_URL; unset or `one`: one Redis.
  */
 async function ensureTopology(): Promise<void> {
   const topology = process.env.TEST_REDIS_TOPOLOGY ?? 'one';
   if (topology === 'one' || process.env.TEST_REDIS_SHARDS !== undefined) return;
-  if (topology !== 'shards') throw new Error(`TEST_REDIS_TOPOLOGY=${topology}: expected one or shards`);
+  if (topology === 'cluster') {
+    if (process.env.TEST_REDIS_CLUSTER !== undefined) return;
+    const cluster = await startRedisCluster(3);
+    started().push(...cluster.nodes);
+    process.env.TEST_REDIS_CLUSTER = cluster.url;
+    return;
+  }
+  if (topology !== 'shards') throw new Error(`TEST_REDIS_TOPOLOGY=${topology}: expected one, shards or cluster`);
   const shards = await Promise.all([0, 1, 2].map(() => RedisServer.start()));
   started().push(...shards);
   process.env.TEST_REDIS_SHARDS = shards.map((server) => server.url).join(' ');
 }
 
-/** REDIS_SHARDS for the run's test clusters: `{ REDIS_SHARDS }` on the shards topology, else nothing. */
+/**
+ * The Redis settings of the run's test clusters beside REDIS_URL: `{
+ * REDIS_SHARDS }` on the shards topology, `{ REDIS_URL }` (the Redis
+ * Cluster) on the cluster topology, else nothing.
+ */
 export function testShardsEnv(): Record<string, string> {
   const shards = process.env.TEST_REDIS_SHARDS;
+  const cluster = process.env.TEST_REDIS_CLUSTER;
+  if (cluster !== undefined) return { REDIS_URL: cluster };
   return shards === undefined ? {} : { REDIS_SHARDS: shards };
 }
 

@@ -1,4 +1,4 @@
-import Redis, { RedisOptions } from 'ioredis';
+import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { jumpHash } from '../../../src/cluster/jump-hash';
 import { partitionOfKey } from '../../../src/cluster/redis-shards';
 import { TEST_REDIS_URL } from './cluster';
@@ -12,6 +12,8 @@ import { TEST_REDIS_URL } from './cluster';
  * ioredis' Redis: only single-key commands, `keys` and `del` are routed.
  */
 export function topologyRedis(options: RedisOptions = {}): Redis {
+  const clusterUrl = process.env.TEST_REDIS_CLUSTER;
+  if (clusterUrl !== undefined) return clusterRedis(clusterUrl, options);
   const shardUrls = (process.env.TEST_REDIS_SHARDS ?? '').split(/\s+/).filter((url) => url !== '');
   const control = new Redis(TEST_REDIS_URL, options);
   if (shardUrls.length === 0) return control;
@@ -41,8 +43,35 @@ export function topologyRedis(options: RedisOptions = {}): Redis {
   });
 }
 
-/** Whether the run's cluster specs run on shards (TEST_REDIS_TOPOLOGY=shards). */
-export const isOnShards = (process.env.TEST_REDIS_SHARDS ?? '') !== '';
+/**
+ * On the Redis Cluster topology: an ioredis Cluster (commands by their key's
+ * slot), `keys` asked of every primary, `del` key by key.
+ */
+function clusterRedis(url: string, options: RedisOptions): Redis {
+  const seeds = url
+    .replace(/^redis\+cluster:\/\//, '')
+    .split(',')
+    .map((address) => ({ host: address.slice(0, address.lastIndexOf(':')), port: Number(address.split(':').pop()) }));
+  const cluster = new Cluster(seeds, { redisOptions: options, lazyConnect: options.lazyConnect ?? false });
+  const routed: Record<string, (...args: unknown[]) => unknown> = {
+    keys: async (pattern: unknown) =>
+      (await Promise.all(cluster.nodes('master').map((node) => node.keys(String(pattern))))).flat(),
+    del: async (...keys: unknown[]) => {
+      const counts = await Promise.all(keys.map((key) => cluster.del(String(key))));
+      return counts.reduce((sum, n) => sum + n, 0);
+    },
+  };
+  return new Proxy(cluster, {
+    get(target, name: string) {
+      if (name in routed) return routed[name];
+      const own = (target as unknown as Record<string, unknown>)[name];
+      return typeof own === 'function' ? own.bind(target) : own;
+    },
+  }) as unknown as Redis;
+}
+
+/** Whether the run's cluster specs run on shards or a Redis Cluster (TEST_REDIS_TOPOLOGY=shards or cluster). */
+export const isOnShards = (process.env.TEST_REDIS_SHARDS ?? '') !== '' || process.env.TEST_REDIS_CLUSTER !== undefined;
 
 /**
  * A row about one Redis instance itself (killed, restarted, its clients
