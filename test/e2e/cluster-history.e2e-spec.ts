@@ -1,6 +1,6 @@
 import Redis from 'ioredis';
 import { ClusterNames } from '../../src/cluster/channels';
-import { TEST_REDIS_URL, TestCluster, startTestCluster } from './harness/cluster';
+import { TestCluster, startTestCluster } from './harness/cluster';
 import { itOnOneRedis, topologyRedis } from './harness/topology-redis';
 import { TestGateway } from './harness/gateway';
 import { untilRedisHas } from './harness/cluster-nodes';
@@ -41,13 +41,11 @@ describe('cluster: topic history and positions (SPEC §12.4)', () => {
     ownRedis = null;
   });
 
-  async function start(
-    env: Record<string, string> = {},
-    redisUrl = TEST_REDIS_URL,
-  ): Promise<[TestGateway, TestGateway]> {
-    cluster = await startTestCluster(2, { REDIS_URL: redisUrl, ...env });
+  /** Two nodes on the run's topology, or on the one Redis at `redisUrl`. */
+  async function start(env: Record<string, string> = {}, redisUrl?: string): Promise<[TestGateway, TestGateway]> {
+    cluster = await startTestCluster(2, redisUrl === undefined ? env : { REDIS_URL: redisUrl, ...env });
     redis =
-      redisUrl === TEST_REDIS_URL
+      redisUrl === undefined
         ? topologyRedis({ maxRetriesPerRequest: 1 })
         : new Redis(redisUrl, { maxRetriesPerRequest: 1 });
     return [cluster.nodes[0], cluster.nodes[1]];

@@ -1,3 +1,4 @@
+import { once } from 'node:events';
 import Redis, { Cluster, RedisOptions } from 'ioredis';
 import { jumpHash } from '../../../src/cluster/jump-hash';
 import { partitionOfKey } from '../../../src/cluster/redis-shards';
@@ -54,8 +55,10 @@ function clusterRedis(url: string, options: RedisOptions): Redis {
     .map((address) => ({ host: address.slice(0, address.lastIndexOf(':')), port: Number(address.split(':').pop()) }));
   const cluster = new Cluster(seeds, { redisOptions: options, lazyConnect: options.lazyConnect ?? false });
   const routed: Record<string, (...args: unknown[]) => unknown> = {
-    keys: async (pattern: unknown) =>
-      (await Promise.all(cluster.nodes('master').map((node) => node.keys(String(pattern))))).flat(),
+    keys: async (pattern: unknown) => {
+      if (cluster.status !== 'ready') await once(cluster, 'ready');
+      return (await Promise.all(cluster.nodes('master').map((node) => node.keys(String(pattern))))).flat();
+    },
     del: async (...keys: unknown[]) => {
       const counts = await Promise.all(keys.map((key) => cluster.del(String(key))));
       return counts.reduce((sum, n) => sum + n, 0);
