@@ -95,7 +95,7 @@ local old = r.n or ''
 local keep = tonumber(attachedTtl) + tonumber(r.wm or '0') + ${AFTER_WINDOW_MS}
 local gen = redis.call('HINCRBY', rk, 'g', 1)
 redis.call('HDEL', rk, 'p:' .. me)
-if old ~= '' and old ~= me and w == 0 then redis.call('HSET', rk, 'p:' .. old, gen) end
+if old ~= '' and old ~= me and w == 0 then redis.call('HSET', rk, 'p:' .. old, 1) end
 if old ~= me then
   local from = 'c:' .. (old == '' and '*' or old)
   if redis.call('HINCRBY', userKey, from, -1) <= 0 then redis.call('HDEL', userKey, from) end
