@@ -1,12 +1,11 @@
 import { Injectable, OnModuleInit } from '@nestjs/common';
 import { Broker } from '../cluster/broker';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
-import type { Whereabouts } from '../cluster/whereabouts';
 import { Connection } from '../connections/connection';
 import { ConnectionRegistry } from '../connections/connection-registry';
 import { CLOSE_DISCONNECTED, REASON_DISCONNECTED } from '../protocol/close-codes';
 import { ResumableSessionsService } from '../resume/resumable-sessions.service';
-import { HeldRevocations } from '../resume/user-sessions';
+import { HeldRevocations, Revocation } from '../resume/user-sessions';
 
 /**
  * SPEC §12.6: the backend ends connections. The owner node closes each one
@@ -17,8 +16,11 @@ import { HeldRevocations } from '../resume/user-sessions';
  *
  * Cluster mode with resumable sessions: the end is first recorded in Redis,
  * where every takeover checks it, and the node that held the session then
- * must confirm it ended its copy; 204 only then. A node that cannot record it
- * (its Redis link is down), or whose holder does not confirm within 5 s,
+ * must confirm it ended its copy, as must each node the session was taken
+ * from that has not let its copy go yet (its socket may be half-open, and on
+ * shards its takeover notice can come after a topic message published after
+ * the 204); 204 only then. A node that cannot record it (its Redis link is
+ * down), or one of those nodes that does not confirm within 5 s while alive,
  * answers 503 `cluster_unavailable` (the backend retries).
  */
 @Injectable()
@@ -61,33 +63,44 @@ export class DisconnectService implements OnModuleInit {
       throw unrecorded(err);
     }
     const ids = held.map(([connectionId]) => connectionId);
+    // Every node that listens gets the user's command; each node that may hold a copy is waited for by name
+    // (one cut off from the control instance while alive is no listener, yet may still get topic messages).
     await confirmed(
       Promise.all([
         this.broker.toEveryNode('user_disconnect', userId, ids),
-        ...held.map(([connectionId, holder]) =>
-          this.broker.toNode('connection_disconnect', holder, connectionId, null),
-        ),
+        ...held.flatMap(([connectionId, nodes]) => this.endCopies(connectionId, nodes)),
       ]),
     );
   }
 
   private async revoke(connectionId: string, local: Connection | undefined): Promise<void> {
-    let where: Whereabouts;
+    let revocation: Revocation;
     try {
-      where = await this.resumables.userSessions.revoke(connectionId);
+      revocation = await this.resumables.userSessions.revoke(connectionId);
     } catch (err) {
       // Not recorded: what this node holds of it ends anyway, and the backend retries (through another node).
       if (local !== undefined) this.end(local);
       throw unrecorded(err);
     }
+    const { where, previousHolders } = revocation;
     // No record in Redis: a pending connection, or an unknown id, on the node its id names.
     if (where.kind === 'gone') return this.broker.toOwner('connection_disconnect', connectionId, null);
     this.resumables.markRevoked(connectionId);
     const stale = this.registry.get(connectionId);
     const isHeldHere = where.kind === 'held' && where.node === this.registry.nodeId;
     if (stale !== undefined && !isHeldHere) this.resumables.dropStale(stale);
-    if (where.kind === 'orphaned') return; // held by no node: it ended in Redis
-    await confirmed(this.broker.toNode('connection_disconnect', where.node, connectionId, null));
+    // Held by no node, it ended in Redis; its holder, and the nodes it was taken from, end their copies.
+    const nodes = where.kind === 'held' ? [where.node, ...previousHolders] : previousHolders;
+    await confirmed(Promise.all(this.endCopies(connectionId, nodes)));
+  }
+
+  /**
+   * SPEC §12.6: each of `nodes` ends its copy of the revoked session and
+   * acks once it is removed; a node that is gone (no liveness key) needs no
+   * answer, one alive that does not answer within 5 s fails the call.
+   */
+  private endCopies(connectionId: string, nodes: readonly string[]): Promise<void>[] {
+    return nodes.map((node) => this.broker.toNode('connection_disconnect', node, connectionId, null));
   }
 
   private applyToConnection(connectionId: string): void {

@@ -1,9 +1,9 @@
 import { ClusterNames, partitionOf, sessionMember } from '../cluster/channels';
 import { RedisShards } from '../cluster/redis-shards';
-import { GONE, Whereabouts, whereaboutsOf } from '../cluster/whereabouts';
+import { GONE, whereaboutsOf } from '../cluster/whereabouts';
 import { SCRIPT_ORIGIN } from './session-record-scripts';
 import { REVOKE, REVOKE_USER, WATCH_USER_ORPHANS } from './user-session-scripts';
-import { HeldRevocations, UserSessions } from './user-sessions';
+import { HeldRevocations, Revocation, UserSessions } from './user-sessions';
 
 /** A script over a user's sessions set read just before answers 'retry' when it changed in between: this many tries. */
 const USER_SET_TRIES = 5;
@@ -38,35 +38,38 @@ export class RedisUserSessions extends UserSessions {
    * now on no takeover of it succeeds, and its holder cannot write it again.
    * Resolves to where the session was: held by the node that must end its
    * copy, orphaned (it ended in Redis alone), or gone (Redis has no record: a
-   * legacy or still pending connection, or none). Rejects when Redis cannot
-   * be reached (nothing was recorded).
+   * legacy or still pending connection, or none); and to the nodes it was
+   * taken from that must end theirs. Rejects when Redis cannot be reached
+   * (nothing was recorded).
    */
-  override async revoke(connectionId: string): Promise<Whereabouts> {
+  override async revoke(connectionId: string): Promise<Revocation> {
     const index = this.shards.ofName(connectionId);
     const userId = await index.timed('get', index.command.get(this.names.sessionUser(connectionId)));
-    if (userId === null || userId === '') return GONE;
+    if (userId === null || userId === '') return { where: GONE, previousHolders: [] };
     const keys = [this.names.session(userId, connectionId), this.names.userSessions(userId), ...this.userKeys(userId)];
     const args = [connectionId, sessionMember(connectionId, userId), SCRIPT_ORIGIN];
-    const reply = (await this.revokeScript(keys, args)) as string[];
-    return whereaboutsOf(reply[0]);
+    const [holder, ...previousHolders] = (await this.revokeScript(keys, args)) as string[];
+    return { where: whereaboutsOf(holder), previousHolders };
   }
 
   /**
    * End every session of `userId` that Redis has a record of (held anywhere
-   * or by no node). Returns those a node holds: each holder must end its
-   * copy. Rejects when Redis cannot be reached.
+   * or by no node). Returns those a node may still hold a copy of (its
+   * holder, or a node it was taken from): each such node must end its copy.
+   * Rejects when Redis cannot be reached.
    */
   override async revokeUser(userId: string): Promise<HeldRevocations> {
-    const flat = (await this.overSessionsOf(
+    const replies = (await this.overSessionsOf(
       userId,
       this.revokeUserScript,
       this.userKeys(userId),
       [SCRIPT_ORIGIN],
       (ids) => ids.map((id) => sessionMember(id, userId)),
-    )) as string[];
-    const held: Array<[string, string]> = [];
-    for (let i = 0; i < flat.length; i += 2) held.push([flat[i], flat[i + 1]]);
-    return held;
+    )) as string[][];
+    return replies.map(([connectionId, holder, ...previousHolders]) => [
+      connectionId,
+      holder === '' ? previousHolders : [holder, ...previousHolders],
+    ]);
   }
 
   /** SPEC §15.2: the connection ids of the sessions of `userId` that no node holds (their node drained or died). */

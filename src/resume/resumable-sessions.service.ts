@@ -149,7 +149,9 @@ export class ResumableSessionsService implements OnModuleDestroy, SessionHost {
    * notice, and the move goes on to the broker, which sends the command to the holder.
    */
   movedAway(connection: Connection, moved: Moved): Moved {
-    if (this.registry.holds(connection)) this.handOver(connection);
+    if (!this.registry.holds(connection)) return moved;
+    this.handOver(connection);
+    if (connection.userId !== null) this.store.released(connection.id, connection.userId);
     return moved;
   }
 
@@ -189,6 +191,7 @@ export class ResumableSessionsService implements OnModuleDestroy, SessionHost {
     connection.isHandedOver = true;
     connection.close(CLOSE_DISCONNECTED, REASON_DISCONNECTED);
     this.registry.remove(connection);
+    if (connection.userId !== null) this.store.released(connection.id, connection.userId);
   }
 
   /** Revoked while this node could not hear of it: its copy here ends now (close 4403), as the DELETE would have. */

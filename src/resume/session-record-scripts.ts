@@ -22,6 +22,35 @@ export const NOW = `${REDIS_NOW}
 ${STATUS_VERSIONS}`;
 
 /**
+ * Lua, SPEC §12.6: a record keeps `p:<node>` for each node the session was
+ * taken from while its socket there may still be open (the record said
+ * attached) until that node lets its copy go. A revocation commands those
+ * nodes too: their takeover notice travels on the control instance, topic
+ * messages on the topic's shard, so a notice can come after a message
+ * published after the revocation's 204. `previousHolders(rk)` lists them.
+ */
+export const PREVIOUS_HOLDERS = `local function previousHolders(rk)
+  local out = {}
+  for _, f in ipairs(redis.call('HKEYS', rk)) do
+    if f:sub(1, 2) == 'p:' then table.insert(out, f:sub(3)) end
+  end
+  return out
+end`;
+
+/**
+ * Lua: node `node` let its copy of the session of record `rk` go. A revoked
+ * session (field `x`) whose holder confirmed its end (`x` = '') and that no
+ * node it was taken from still holds leaves the user's sessions set
+ * `userSessions` (SPEC §12.6: a user-wide revocation retried asks them again
+ * until then).
+ */
+const LET_GO = `${PREVIOUS_HOLDERS}
+local function letGo(rk, userSessions, cid, node)
+  redis.call('HDEL', rk, 'p:' .. node)
+  if redis.call('HGET', rk, 'x') == '' and #previousHolders(rk) == 0 then redis.call('SREM', userSessions, cid) end
+end`;
+
+/**
  * Lua: the session of record `rk` ended (its connection closed, or its
  * window ended while no node held it): the record goes, and its token's
  * digest is kept in the partition's ended tokens `endedTokens` for
@@ -45,7 +74,9 @@ end`;
 // and the connection index name them; checked against the record), the session's member in the sets.
 // Checks digest + window + handler, moves the user's count from the old holder (or from the orphans' '*')
 // to this node, swaps the digest. The old holder drops the session from its own set when told (the node
-// that ran this tells it). Returns the record's fields and the old holder.
+// that ran this tells it); taken while the record said attached (its socket there may be half-open), it is
+// kept as p:<old holder> until then (SPEC §12.6: a revocation commands it too). Returns the record's fields
+// and the old holder.
 export const TAKEOVER = `${NOW}
 local tokenKey, rk, newTokenKey, userKey, myUsers, mySessions, orphans, deadlines, endedTokens = unpack(KEYS)
 local digest, handler, me, newDigest, attachedTtl, cid, user, member = unpack(ARGV)
@@ -63,6 +94,8 @@ if w > 0 and w <= now then return {'expired'} end
 local old = r.n or ''
 local keep = tonumber(attachedTtl) + tonumber(r.wm or '0') + ${AFTER_WINDOW_MS}
 local gen = redis.call('HINCRBY', rk, 'g', 1)
+redis.call('HDEL', rk, 'p:' .. me)
+if old ~= '' and old ~= me and w == 0 then redis.call('HSET', rk, 'p:' .. old, 1) end
 if old ~= me then
   local from = 'c:' .. (old == '' and '*' or old)
   if redis.call('HINCRBY', userKey, from, -1) <= 0 then redis.call('HDEL', userKey, from) end
@@ -172,23 +205,47 @@ return ''`;
 // before its count leaves (activity/redis-activity.ts). The session ends here only while this node holds it
 // (another took it over, with its count, or it was orphaned by a reaper: nothing leaves here); its record
 // goes and its token is remembered as ended. A revoked one (SPEC §12.6: its record is its end mark, field
-// x = the node that held it then) leaves only from that node, which so confirms the end.
+// x = the node that held it then) leaves only from that node, which so confirms the end; it leaves the
+// user's sessions once no node it was taken from holds a copy either (p:<node>). A copy here of a session
+// another node holds (or held when revoked) lets go of it.
 // KEYS: the record, the partition's ended tokens, this node's sessions of the partition, the user's sessions.
 // ARGV: node, connection id, member. Returns 1 when its connection leaves here, else 0.
 export const ENDED = `${REDIS_NOW}
 ${END_SESSION}
+${LET_GO}
 local rk, endedTokens, nodeSessions, userSessions = unpack(KEYS)
 local node, cid, member = unpack(ARGV)
 local r = redis.call('HMGET', rk, 'n', 'x')
-if r[1] and r[1] ~= node then return 0 end
-if r[2] and r[2] ~= node then
-  redis.call('SREM', nodeSessions, member)
+if r[1] and r[1] ~= node then
+  redis.call('HDEL', rk, 'p:' .. node)
   return 0
 end
-if r[1] then endSession(rk, endedTokens, now)
-elseif r[2] then redis.call('HSET', rk, 'x', '') end
-redis.call('SREM', userSessions, cid)
+if r[2] and r[2] ~= node then
+  redis.call('SREM', nodeSessions, member)
+  letGo(rk, userSessions, cid, node)
+  return 0
+end
 redis.call('SREM', nodeSessions, member)
+if r[1] then
+  endSession(rk, endedTokens, now)
+  redis.call('SREM', userSessions, cid)
+elseif r[2] then
+  redis.call('HSET', rk, 'x', '')
+  letGo(rk, userSessions, cid, node)
+else
+  redis.call('SREM', userSessions, cid)
+end
+return 1`;
+
+// Another node took the session over (its notice came here) or holds it (a write here found it there), or it
+// was revoked while taken from here: this node let its copy go. The session leaves this node's set, and this
+// node's p: field (SPEC §12.6). KEYS: the record, this node's sessions of the partition, the user's sessions.
+// ARGV: node, member, connection id.
+export const RELEASED = `${LET_GO}
+local rk, nodeSessions, userSessions = unpack(KEYS)
+local node, member, cid = unpack(ARGV)
+redis.call('SREM', nodeSessions, member)
+letGo(rk, userSessions, cid, node)
 return 1`;
 
 // A session's record written by its holder: when it starts, and again after a Redis reconnection

@@ -4,7 +4,7 @@ import { Logger } from '@nestjs/common';
 import { randomBytes } from 'node:crypto';
 import { ClusterNames, PARTITIONS, partitionOf, sessionMember } from '../cluster/channels';
 import { RedisLink } from '../cluster/redis-link';
-import { GONE, heldBy, movedTo } from '../cluster/whereabouts';
+import { GONE, ORPHANED, heldBy, movedTo } from '../cluster/whereabouts';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import { SessionSubscriptions } from './session-record';
 import { SessionRecords } from './session-records';
@@ -286,13 +286,13 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     const a = await nodeRecords(names, 'nodeA');
     const b = await nodeRecords(names, 'nodeB');
     await a.records.writer.started(startOf('nodeA-r', 'ann', 'tr'), subscriptions(['t1'], [], null));
-    expect(await b.users.revoke('nodeA-r')).toEqual(heldBy('nodeA'));
+    expect(await b.users.revoke('nodeA-r')).toEqual({ where: heldBy('nodeA'), previousHolders: [] });
     expect(await b.records.takeOver('nodeA-r', tokenDigest('tr'), 'default', tokenDigest('tr2'))).toEqual({
       ok: false,
       result: 'expired',
     });
     // Asked again (a retry after a 503): the same holder, to confirm again.
-    expect(await a.users.revoke('nodeA-r')).toEqual(heldBy('nodeA'));
+    expect(await a.users.revoke('nodeA-r')).toEqual({ where: heldBy('nodeA'), previousHolders: [] });
     expect(await a.records.whereIs('nodeA-r')).toEqual(GONE);
     // Its holder writing it again (after a reconnection) brings nothing back.
     const ended: string[] = [];
@@ -303,7 +303,49 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
       ok: false,
       result: 'expired',
     });
-    expect(await b.users.revoke('nodeA-unknown')).toEqual(GONE);
+    expect(await b.users.revoke('nodeA-unknown')).toEqual({ where: GONE, previousHolders: [] });
+  });
+
+  it('names the node a session was taken from while attached until that node lets its copy go (the shards race)', async () => {
+    const names = new ClusterNames(`test:${randomBytes(6).toString('hex')}:`);
+    const [a, b, c] = await Promise.all(['nodeA', 'nodeB', 'nodeC'].map((node) => nodeRecords(names, node)));
+    const userSet = names.userSessions('ann');
+    // Attached on A (its socket may be half-open), taken by B: A is named beside the holder until it lets go.
+    await a.records.writer.started(startOf('nodeA-h', 'ann', 'th'), subscriptions(['t1'], [], null));
+    expect(await b.records.takeOver('nodeA-h', tokenDigest('th'), 'default', tokenDigest('th2'))).toMatchObject({
+      ok: true,
+    });
+    // Taken again by C before A heard of the first takeover: both earlier holders are named.
+    expect(await c.records.takeOver('nodeA-h', tokenDigest('th2'), 'default', tokenDigest('th3'))).toMatchObject({
+      ok: true,
+      record: { previousHolder: 'nodeB' },
+    });
+    b.records.released('nodeA-h', 'ann');
+    // A detached copy (window end written) has no socket: taken from it, its node is not named.
+    await a.records.writer.started(startOf('nodeA-d', 'ann', 'td'), subscriptions([], [], null));
+    await a.records.writer.detached('nodeA-d', Date.now() + 30_000);
+    expect(await b.records.takeOver('nodeA-d', tokenDigest('td'), 'default', tokenDigest('td2'))).toMatchObject({
+      ok: true,
+    });
+    // Released on B's own link, so read after it on that link: in order.
+    expect(await b.users.revoke('nodeA-h')).toEqual({ where: heldBy('nodeC'), previousHolders: ['nodeA'] });
+    expect([...(await b.users.revokeUser('ann'))].sort()).toEqual([
+      ['nodeA-d', ['nodeB']],
+      ['nodeA-h', ['nodeC', 'nodeA']],
+    ]);
+    // The holder confirms the end; the session stays in the user's set while A may still hold a copy.
+    expect(await c.records.ended('nodeA-h', 'ann')).toBe(true);
+    expect(await b.users.revoke('nodeA-h')).toEqual({ where: ORPHANED, previousHolders: ['nodeA'] });
+    expect(await a.link.command.sismember(userSet, 'nodeA-h')).toBe(1);
+    // A's copy ends (the DELETE's command, or its takeover notice): nobody is left to ask.
+    expect(await a.records.ended('nodeA-h', 'ann')).toBe(false);
+    expect(await b.users.revoke('nodeA-h')).toEqual({ where: ORPHANED, previousHolders: [] });
+    expect(await a.link.command.sismember(userSet, 'nodeA-h')).toBe(0);
+    // A node that takes a session back is its holder, not a node it was taken from.
+    await a.records.writer.started(startOf('nodeA-k', 'ann', 'tk'), subscriptions([], [], null));
+    await b.records.takeOver('nodeA-k', tokenDigest('tk'), 'default', tokenDigest('tk2'));
+    await a.records.takeOver('nodeA-k', tokenDigest('tk2'), 'default', tokenDigest('tk3'));
+    expect(await a.users.revoke('nodeA-k')).toEqual({ where: heldBy('nodeA'), previousHolders: ['nodeB'] });
   });
 
   it('revokes every session of a user, held or orphaned, and names their holders', async () => {
@@ -317,7 +359,7 @@ describe('SessionRecords on Redis: revocation and the user index (issue 35)', ()
     await b.records.orphan('nodeA'); // nodeA "dead" (no liveness key): its sessions are held by no node
 
     const held = await b.users.revokeUser('ann');
-    expect(held).toEqual([['nodeB-2', 'nodeB']]);
+    expect(held).toEqual([['nodeB-2', ['nodeB']]]);
     for (const [cid, token] of [
       ['nodeA-1', 't1'],
       ['nodeB-2', 't2'],

@@ -20,6 +20,7 @@ import {
   ORPHAN,
   ORPHAN_BATCH,
   ORPHAN_POLL_MS,
+  RELEASED,
   SCRIPT_ORIGIN,
   TAKEOVER,
 } from './session-record-scripts';
@@ -43,6 +44,7 @@ export class SessionRecords {
   private readonly endOrphanScript: Script;
   private readonly editOrphanScript: Script;
   private readonly endedScript: Script;
+  private readonly releasedScript: Script;
   private readonly walk: PartitionWalk;
   private orphanTimer: NodeJS.Timeout | null = null;
   private isStopped = false;
@@ -62,6 +64,7 @@ export class SessionRecords {
     this.endOrphanScript = shards.script('gatewaySessionEndOrphan', 7, END_ORPHAN);
     this.editOrphanScript = shards.script('gatewaySessionEditOrphan', 1, EDIT_ORPHAN);
     this.endedScript = shards.script('gatewaySessionEnded', 4, ENDED);
+    this.releasedScript = shards.script('gatewaySessionReleased', 3, RELEASED);
     this.walk = new PartitionWalk(shards);
     this.scheduleOrphanPoll();
   }
@@ -88,13 +91,19 @@ export class SessionRecords {
     return (await this.endedScript(keys, args)) === 1;
   }
 
-  /** Another node took the session over: it leaves this node's set (the takeover moved the rest). */
+  /**
+   * This node's copy of a session another node took over (or held when it was
+   * revoked) is gone: the session leaves this node's set (the takeover moved
+   * the rest), and a revocation no longer waits for this node (SPEC §12.6).
+   * Not awaited: unwritten, a revocation asks this node once more for nothing.
+   */
   released(connectionId: string, userId: string): void {
-    const set = this.names.nodeSessions(partitionOf(userId), this.nodeId);
-    this.shards
-      .forKey(set)
-      .command.srem(set, sessionMember(connectionId, userId))
-      .catch(() => undefined);
+    const keys = [
+      this.names.session(userId, connectionId),
+      this.names.nodeSessions(partitionOf(userId), this.nodeId),
+      this.names.userSessions(userId),
+    ];
+    this.releasedScript(keys, [this.nodeId, sessionMember(connectionId, userId), connectionId]).catch(() => undefined);
   }
 
   /**

@@ -4,7 +4,7 @@
  * takes every key it touches in KEYS, all in the user's partition
  * (SPEC §13.3), and builds none.
  */
-import { NOW, ORPHAN_LEAVES } from './session-record-scripts';
+import { NOW, ORPHAN_LEAVES, PREVIOUS_HOLDERS } from './session-record-scripts';
 
 /**
  * How long a revoked session's record stays as its end mark (SPEC §12.6: the
@@ -51,46 +51,52 @@ return 'ok'`;
 /**
  * Lua: revoke one session (SPEC §12.6) whose record is `rk`, in the user's
  * sessions set `us`: the record becomes its end mark (`x` = the node holding
- * it now, '' for none; `u`), which every takeover and every rewrite checks,
- * for {@link REVOKED_TTL_MS}. An orphan ends here as its window end would
- * (its '*' count goes); a held one keeps its count and its place in `us`
- * until its holder ends its copy (the record's end step). `member` is the
- * session's member of the orphans `ro`. Returns the holder ('' none), or
- * false when Redis has no record of the session.
+ * it now, '' for none; `u`; and the `p:<node>` of the nodes it was taken
+ * from that may still hold a copy), which every takeover and every rewrite
+ * checks, for {@link REVOKED_TTL_MS}. An orphan ends here as its window end
+ * would (its '*' count goes); a held one keeps its count, and any revoked
+ * one its place in `us`, until its holder and those nodes end their copies
+ * (the record's end and let-go steps). `member` is the session's member of
+ * the orphans `ro`. Returns the holder ('' none) and the list of those
+ * nodes, or false when Redis has no record of the session.
  */
 const REVOKE_ONE = `${ORPHAN_LEAVES}
+${PREVIOUS_HOLDERS}
 local function revoke(rk, cid, member, us, uk, ro, deadlines, sv, now, origin)
   local r = redis.call('HMGET', rk, 'n', 'x', 'u')
-  if r[2] then return r[2] end
-  if not r[1] then return false end
-  local holder = r[1]
+  if r[2] then return r[2], previousHolders(rk) end
+  if not r[1] then return false, {} end
+  local holder, previous = r[1], previousHolders(rk)
   redis.call('DEL', rk)
   redis.call('HSET', rk, 'x', holder, 'u', r[3] or '')
+  for _, node in ipairs(previous) do redis.call('HSET', rk, 'p:' .. node, 1) end
   redis.call('PEXPIRE', rk, ${REVOKED_TTL_MS})
   if holder == '' then
     redis.call('ZREM', ro, member)
-    redis.call('SREM', us, cid)
+    if #previous == 0 then redis.call('SREM', us, cid) end
     orphanLeaves(uk, deadlines, sv, now, origin)
   end
-  return holder
+  return holder, previous
 end`;
 
 // DELETE /v1/connection/<cid> (SPEC §12.6). KEYS: the record, the user's sessions set, the user's hash,
 // the partition's orphans, deadlines and status floor. ARGV: connection id, its member, origin head.
-// Returns {holder} ('' when no node holds it), or {} when Redis has no record of it.
+// Returns {holder, previous holder…} (holder '' when no node holds it), or {} when Redis has no record of it.
 export const REVOKE = `${NOW}
 ${REVOKE_ONE}
 local rk, userSessions, userKey, orphans, deadlines, floor = unpack(KEYS)
 local cid, member, origin = unpack(ARGV)
-local holder = revoke(rk, cid, member, userSessions, userKey, orphans, deadlines, floor, now, origin)
+local holder, previous = revoke(rk, cid, member, userSessions, userKey, orphans, deadlines, floor, now, origin)
 if holder == false then return {} end
-return {holder}`;
+table.insert(previous, 1, holder)
+return previous`;
 
 // DELETE /v1/user/<user>/connections (SPEC §12.6) for every session of the user Redis has a record of.
 // KEYS: the user's sessions set, the user's hash, the partition's orphans, deadlines and status floor, then
 // the record of each session. ARGV: origin head, then the connection ids (as KEYS[6…]), then their members
-// (in the same order). Returns 'retry' when the set changed since it was read, else {cid, holder, …} for the
-// sessions a node holds (it must end its copy).
+// (in the same order). Returns 'retry' when the set changed since it was read, else {{cid, holder, previous
+// holder…}, …} for the sessions a node may still hold a copy of (holder '' when none holds it): each such
+// node must end its copy.
 export const REVOKE_USER = `${NOW}
 ${REVOKE_ONE}
 ${SAME_MEMBERS}
@@ -100,12 +106,13 @@ if not sameMembers(2, 1 + count) then return 'retry' end
 local out = {}
 for i = 6, #KEYS do
   local cid, member = ARGV[i - 4], ARGV[i - 4 + count]
-  local holder = revoke(KEYS[i], cid, member, userSessions, userKey, orphans, deadlines, floor, now, origin)
+  local holder, previous = revoke(KEYS[i], cid, member, userSessions, userKey, orphans, deadlines, floor, now, origin)
   if holder == false then
     redis.call('SREM', KEYS[1], cid)
-  elseif holder ~= '' then
-    table.insert(out, cid)
-    table.insert(out, holder)
+  elseif holder ~= '' or #previous > 0 then
+    table.insert(previous, 1, holder)
+    table.insert(previous, 1, cid)
+    table.insert(out, previous)
   end
 end
 return out`;

@@ -1,9 +1,20 @@
 import { GONE, Whereabouts } from '../cluster/whereabouts';
 
-/** Sessions a user-wide revocation found held by a node: [connection id, holder]. */
-export type HeldRevocations = ReadonlyArray<readonly [connectionId: string, holder: string]>;
+/**
+ * A session revoked where it is recorded (SPEC §12.6): where it was, and the
+ * nodes it was taken over from that may still hold a copy (their takeover
+ * notice may still be on its way): each of them must end its copy too.
+ */
+export interface Revocation {
+  readonly where: Whereabouts;
+  readonly previousHolders: readonly string[];
+}
+
+/** Sessions a user-wide revocation found on nodes: [connection id, the nodes that must end a copy of it]. */
+export type HeldRevocations = ReadonlyArray<readonly [connectionId: string, nodes: readonly string[]]>;
 
 const NONE_HELD: HeldRevocations = [];
+const NOT_RECORDED: Revocation = Object.freeze({ where: GONE, previousHolders: [] });
 
 /**
  * What is known of a user's resumable sessions beyond this node's memory
@@ -17,11 +28,12 @@ export abstract class UserSessions {
    * it: from then on no takeover of it succeeds. Resolves to where it was:
    * held by the node that must end its copy, orphaned (it ended in its record
    * alone), or gone (no record: the node its id names ends it, if it is
-   * there). Rejects when the record cannot be reached (nothing recorded).
+   * there); and to the nodes it was taken from that must end theirs. Rejects
+   * when the record cannot be reached (nothing recorded).
    */
-  abstract revoke(connectionId: string): Promise<Whereabouts>;
+  abstract revoke(connectionId: string): Promise<Revocation>;
 
-  /** End every recorded session of `userId`; resolves to those a node holds (each holder must end its copy). */
+  /** End every recorded session of `userId`; resolves to those a node may hold a copy of (each must end it). */
   abstract revokeUser(userId: string): Promise<HeldRevocations>;
 
   /** SPEC §15.2: the connection ids of the sessions of `userId` that no node holds (their node drained or died). */
@@ -33,8 +45,8 @@ export abstract class UserSessions {
 
 /** One node (or no resumable sessions): nothing is recorded beyond the registry. */
 export class MemoryUserSessions extends UserSessions {
-  revoke(): Promise<Whereabouts> {
-    return Promise.resolve(GONE);
+  revoke(): Promise<Revocation> {
+    return Promise.resolve(NOT_RECORDED);
   }
 
   revokeUser(): Promise<HeldRevocations> {

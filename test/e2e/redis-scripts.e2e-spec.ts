@@ -47,6 +47,7 @@ const SCRIPTS = [
   'gatewaySessionEndOrphan',
   'gatewaySessionEditOrphan',
   'gatewaySessionEnded',
+  'gatewaySessionReleased',
   'gatewaySessionWriteStart',
   'gatewaySessionWriteChange',
   'gatewaySessionRevoke',
@@ -247,6 +248,14 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
         const taken = await b.takeOver('nodeA-1', 'D1', 'default', 'D2');
         expect(taken).toMatchObject({ ok: true, record: { previousHolder: 'nodeA', userId: 'ann' } });
         if (taken.ok) b.writer.adopted(taken.record);
+        // Taken from an attached copy, nodeA stays named in the record until it lets its copy go.
+        expect(await redis.hexists(names.session('ann', 'nodeA-1'), 'p:nodeA')).toBe(1);
+        a.released('nodeA-1', 'ann');
+        await untilRedisHas(
+          redis,
+          async (r) => (await r.hexists(names.session('ann', 'nodeA-1'), 'p:nodeA')) === 0,
+          "nodeA's copy let go",
+        );
         expect(await b.ended('nodeA-1', 'ann')).toBe(true);
         expect(await b.takeOver('nodeA-1', 'D2', 'default', 'D3')).toEqual({ ok: false, result: 'expired' });
 
@@ -284,12 +293,12 @@ describe('Redis scripts on a one-node Redis Cluster (SPEC §13.3: one slot per s
         await a.orphan('nodeD');
         await users.watchForOrphans('eve', ['bob']);
         expect(await redis.hget(names.session('eve', 'nodeD-6'), 'wu')).toBe('["bob"]');
-        expect(await users.revoke('nodeA-4')).toEqual(heldBy('nodeA'));
+        expect(await users.revoke('nodeA-4')).toEqual({ where: heldBy('nodeA'), previousHolders: [] });
         // A held session stays listed until its holder confirms the end: revoked again, its holder is named again.
         // (In the order of the user's set: no order is promised.)
         expect([...(await users.revokeUser('dan'))].sort()).toEqual([
-          ['nodeA-4', 'nodeA'],
-          ['nodeA-5', 'nodeA'],
+          ['nodeA-4', ['nodeA']],
+          ['nodeA-5', ['nodeA']],
         ]);
       } finally {
         for (const records of [a, d]) records.stop();

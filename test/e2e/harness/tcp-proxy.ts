@@ -11,6 +11,9 @@ import * as net from 'node:net';
 export class TcpProxy {
   port = 0;
   private isBlocked = false;
+  /** While holding: what upstreams sent to their clients, in order, not passed on yet. */
+  private held: Array<{ client: net.Socket; chunk: Buffer }> | null = null;
+  private readonly heldWaiters = new Set<() => void>();
   private readonly sockets = new Set<net.Socket>();
   /** Connected upstream sockets and the port each goes to. */
   private readonly upstreams = new Map<net.Socket, number>();
@@ -50,11 +53,51 @@ export class TcpProxy {
     this.isBlocked = false;
   }
 
+  /**
+   * Keep what upstreams send to their clients from now on, in order, until
+   * {@link release}: one direction of every connection goes slow (a late
+   * notice), nothing is lost, and the other direction still flows.
+   */
+  hold(): void {
+    this.held ??= [];
+  }
+
+  /** Pass on everything held, in order, and stop holding. */
+  release(): void {
+    const held = this.held ?? [];
+    this.held = null;
+    for (const { client, chunk } of held) if (!client.destroyed) client.write(chunk);
+  }
+
+  /** Resolves once the bytes held so far contain `text` (a frame of the protocol the proxy carries). */
+  async untilHeld(text: string, ms = 5000): Promise<void> {
+    const isHeld = () => this.held !== null && Buffer.concat(this.held.map((one) => one.chunk)).includes(text);
+    if (isHeld()) return;
+    let waiter = (): void => undefined;
+    let timer: NodeJS.Timeout | undefined;
+    try {
+      await new Promise<void>((resolve, reject) => {
+        waiter = () => isHeld() && resolve();
+        this.heldWaiters.add(waiter);
+        timer = setTimeout(() => reject(new Error(`the proxy held no "${text}" within ${ms} ms`)), ms);
+      });
+    } finally {
+      this.heldWaiters.delete(waiter);
+      clearTimeout(timer);
+    }
+  }
+
   /** Stop listening and cut every connection through it. */
   async close(): Promise<void> {
     const closed = new Promise<void>((resolve) => this.server.close(() => resolve()));
     this.cutAll();
     await closed;
+  }
+
+  private toClient(client: net.Socket, chunk: Buffer): void {
+    if (this.held === null) return void client.write(chunk);
+    this.held.push({ client, chunk });
+    for (const waiter of [...this.heldWaiters]) waiter();
   }
 
   private track(socket: net.Socket): void {
@@ -84,7 +127,8 @@ export class TcpProxy {
         upstream.on('close', () => client.destroy());
         client.on('close', () => upstream.destroy());
         client.pipe(upstream);
-        upstream.pipe(client);
+        // Not a pipe this way: its bytes may be held (no backpressure: a test's volumes are small).
+        upstream.on('data', (chunk: Buffer) => this.toClient(client, chunk));
         client.resume();
       });
     };
