@@ -8,18 +8,16 @@ import { GatewayConfig } from '../config/gateway-config';
 import { LivedAuthOutcome, RefreshOutcome, livedAuthOutcome, refreshOutcome } from './auth-lifetime';
 import { GatewayTracer } from '../tracing/gateway-tracer';
 import { failureCause, outcomeLabel } from '../upstream/upstream-response';
+import { AuthRequest, authorizationBody } from './authorization-body';
 
-/** What the client's upgrade request carried (SPEC §3 kwargs). */
-export interface AuthRequest {
-  readonly cookie: string | null;
-  readonly authorization: string | null;
-  readonly queryString: string;
-}
+export type { AuthRequest };
 
 /** Asks the backend who a new connection is (SPEC §3). Never throws for HTTP outcomes. */
 @Injectable()
 export class AuthService {
   private readonly logger = new Logger(AuthService.name);
+  /** The counter of successful authorizations, bound once: the connect path does no label lookup. */
+  private readonly authorized;
 
   constructor(
     private readonly upstream: UpstreamClient,
@@ -27,16 +25,13 @@ export class AuthService {
     private readonly metrics: GatewayMetrics,
     private readonly tracer: GatewayTracer,
     private readonly config: GatewayConfig,
-  ) {}
+  ) {
+    this.authorized = metrics.auth.labels('ok');
+  }
 
   async authorize(connection: Connection, request: AuthRequest): Promise<LivedAuthOutcome> {
     const route = this.routes.tableFor(connection.handler).route(AUTHORIZE_METHOD);
-    const kwargs = {
-      http_cookie: request.cookie,
-      http_authorization: request.authorization,
-      url_querystring: request.queryString,
-    };
-    const body = JSON.stringify([{ connection_id: connection.id }, [], kwargs]);
+    const body = authorizationBody(connection.id, request);
     const span = this.tracer.isEnabled ? this.tracer.startAuthorization(connection.id, route.destination.name) : null;
     const response = await this.upstream.post(
       route,
@@ -47,10 +42,12 @@ export class AuthService {
     // SPEC §14: the answer's Gateway-Auth-TTL is read with it (an invalid one makes it invalid).
     const outcome = livedAuthOutcome(response, this.config.authLifetime);
     span?.end(outcome.ok ? 'ok' : outcome.reason, response.kind === 'response' ? response.status : undefined);
-    // The upstream metric's label form (http_401, timeout, …); a 200 the gateway cannot use is invalid_response.
-    const upstreamOutcome = outcomeLabel(response);
-    this.metrics.auth.labels(outcome.ok ? 'ok' : upstreamOutcome === 'ok' ? 'invalid_response' : upstreamOutcome).inc();
-    if (!outcome.ok) {
+    if (outcome.ok) {
+      this.authorized.inc();
+    } else {
+      // The upstream metric's label form (http_401, timeout, …); a 200 the gateway cannot use is invalid_response.
+      const upstreamOutcome = outcomeLabel(response);
+      this.metrics.auth.labels(upstreamOutcome === 'ok' ? 'invalid_response' : upstreamOutcome).inc();
       const name = route.destination.name;
       const cause = failureCause(response);
       this.logger.warn({

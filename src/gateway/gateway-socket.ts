@@ -51,6 +51,23 @@ export function gatewaySocketClass(maxFrameBytes: number): typeof WebSocket {
     connection: Connection | null = null;
     peerCloseCode = 0;
 
+    /**
+     * Two events are read here instead of by listeners of their own, so a
+     * socket's listener table holds three event names, not five (issue 33:
+     * 'close' with two listeners took an array, and the table grows past
+     * three names): a 'close' records the client's code before any listener
+     * runs; a 'pong' marks its connection seen (the heartbeat). ws emits at
+     * most two arguments on a server's socket.
+     */
+    override emit(event: string | symbol, first?: unknown, second?: unknown): boolean {
+      if (event === 'pong') {
+        if (this.connection !== null) this.connection.lastSeenAt = Date.now();
+      } else if (event === 'close') {
+        this.peerCloseCode = first as number;
+      }
+      return super.emit(event, first, second);
+    }
+
     override close(code?: number, data?: string | Buffer): void {
       // The receiver still holds the opcode of the frame it refused.
       const isCloseFrameFault =

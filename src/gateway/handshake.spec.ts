@@ -194,6 +194,11 @@ describe(hasDuplicateCredentialHeaders.name, () => {
     ['two identical Authorization headers', ['Authorization', 'a', 'Authorization', 'a'], true],
     ['a header value that reads "cookie"', ['X-Name', 'cookie', 'Cookie', 'a=1'], false],
     ['other repeated headers', ['X-Forwarded-For', 'a', 'X-Forwarded-For', 'b'], false],
+    [
+      'repeated headers as long as the two',
+      ['Pragma', 'a', 'PRAGMA', 'b', 'Cache-Control', 'x', 'cache-control', 'y'],
+      false,
+    ],
   ])('says %s: %p', (_case, rawHeaders, expected) => {
     expect(hasDuplicateCredentialHeaders(rawHeaders)).toBe(expected);
   });

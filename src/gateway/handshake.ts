@@ -91,9 +91,10 @@ export function hasDuplicateCredentialHeaders(rawHeaders: readonly string[]): bo
   let cookies = 0;
   let authorizations = 0;
   for (let i = 0; i < rawHeaders.length; i += 2) {
-    const name = rawHeaders[i].toLowerCase();
-    if (name === 'cookie') cookies++;
-    else if (name === 'authorization') authorizations++;
+    const name = rawHeaders[i];
+    // Lower-cased only at the two lengths that can match: no new string per header of every upgrade.
+    if (name.length === 6 && name.toLowerCase() === 'cookie') cookies++;
+    else if (name.length === 13 && name.toLowerCase() === 'authorization') authorizations++;
   }
   return cookies > 1 || authorizations > 1;
 }

@@ -54,8 +54,6 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
     handler: Handler,
     resume: ResumeRequest = NO_RESUME,
   ): void {
-    // Registered before Nest's own 'close' listener, which calls handleDisconnect.
-    socket.on('close', recordPeerClose);
     const resumed = this.resumer.resume(socket, handler, resume);
     if (resumed instanceof Promise) return this.resumeLater(socket, req, handler, resume, resumed);
     this.listen(socket);
@@ -128,21 +126,12 @@ export class LatticeGateway implements OnGatewayConnection, OnGatewayDisconnect 
 
   private listen(socket: GatewaySocket): void {
     socket.on('message', this.onMessage);
-    socket.on('pong', markSeen);
     socket.on('error', terminate);
     if (Logger.isLevelEnabled('log')) socket.on('close', this.onCloseLog);
   }
 }
 
 const NO_RESUME: ResumeRequest = { kind: 'none' };
-
-function recordPeerClose(this: WebSocket, code: number): void {
-  (this as GatewaySocket).peerCloseCode = code;
-}
-
-function markSeen(this: WebSocket): void {
-  connectionOf(this).lastSeenAt = Date.now();
-}
 
 function terminate(this: WebSocket): void {
   this.terminate();

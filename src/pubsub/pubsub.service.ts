@@ -96,7 +96,7 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** SPEC §15.2: the topics of a connection (path form). */
-  topicsOf(connection: Connection): ReadonlySet<string> {
+  topicsOf(connection: Connection): Iterable<string> {
     return this.index.topicsOf(connection) ?? NO_TOPICS;
   }
 

@@ -37,4 +37,29 @@ describe(TopicIndex.name, () => {
     expect([...sut.subscribersOf('t2')!]).toEqual(['c2']);
     expect(sut.removeSubscriber('c1')).toEqual([]);
   });
+
+  it("lists a subscriber's topics in the order subscribed, through one, two, three topics and back", () => {
+    sut.add('t1', 'c1');
+    expect([...sut.topicsOf('c1')!]).toEqual(['t1']);
+    sut.add('t2', 'c1');
+    sut.add('t3', 'c1');
+    expect([...sut.topicsOf('c1')!]).toEqual(['t1', 't2', 't3']);
+    sut.remove('t2', 'c1');
+    expect([...sut.topicsOf('c1')!]).toEqual(['t1', 't3']);
+    sut.remove('t1', 'c1');
+    expect([...sut.topicsOf('c1')!]).toEqual(['t3']);
+    sut.add('t4', 'c1');
+    expect([...sut.topicsOf('c1')!]).toEqual(['t3', 't4']);
+    expect(sut.removeSubscriber('c1')).toEqual(['t3', 't4']);
+    expect(sut.topicsOf('c1')).toBeUndefined();
+    expect(sut.topicCount).toBe(0);
+  });
+
+  it("keeps a single-topic subscriber's subscription through a repeated subscribe", () => {
+    sut.add('t', 'c1');
+    expect(sut.add('t', 'c1')).toBe(false);
+    expect(sut.remove('t', 'c1')).toBe(true);
+    expect(sut.remove('t', 'c1')).toBe(false);
+    expect(sut.topicsOf('c1')).toBeUndefined();
+  });
 });

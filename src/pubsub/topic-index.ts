@@ -4,7 +4,8 @@
  */
 export class TopicIndex<S> {
   private readonly byTopic = new Map<string, Set<S>>();
-  private readonly bySubscriber = new Map<S, Set<string>>();
+  /** A subscriber's one topic as itself (the usual case, no Set to hold); two or more in a Set. */
+  private readonly bySubscriber = new Map<S, string | Set<string>>();
 
   /** Returns true when the subscription is new. */
   add(topic: string, subscriber: S): boolean {
@@ -12,9 +13,10 @@ export class TopicIndex<S> {
     if (subs === undefined) this.byTopic.set(topic, (subs = new Set()));
     if (subs.has(subscriber)) return false;
     subs.add(subscriber);
-    let topics = this.bySubscriber.get(subscriber);
-    if (topics === undefined) this.bySubscriber.set(subscriber, (topics = new Set()));
-    topics.add(topic);
+    const topics = this.bySubscriber.get(subscriber);
+    if (topics === undefined) this.bySubscriber.set(subscriber, topic);
+    else if (typeof topics === 'string') this.bySubscriber.set(subscriber, new Set([topics, topic]));
+    else topics.add(topic);
     return true;
   }
 
@@ -24,8 +26,13 @@ export class TopicIndex<S> {
     if (subs === undefined || !subs.delete(subscriber)) return false;
     if (subs.size === 0) this.byTopic.delete(topic);
     const topics = this.bySubscriber.get(subscriber)!;
-    topics.delete(topic);
-    if (topics.size === 0) this.bySubscriber.delete(subscriber);
+    if (typeof topics === 'string') {
+      this.bySubscriber.delete(subscriber);
+    } else {
+      topics.delete(topic);
+      // Back to the one-topic form.
+      if (topics.size === 1) this.bySubscriber.set(subscriber, topics.values().next().value!);
+    }
     return true;
   }
 
@@ -33,7 +40,7 @@ export class TopicIndex<S> {
   removeSubscriber(subscriber: S): string[] {
     const topics = this.bySubscriber.get(subscriber);
     if (topics === undefined) return [];
-    const list = [...topics];
+    const list = typeof topics === 'string' ? [topics] : [...topics];
     for (const topic of list) this.remove(topic, subscriber);
     return list;
   }
@@ -42,8 +49,10 @@ export class TopicIndex<S> {
     return this.byTopic.get(topic);
   }
 
-  topicsOf(subscriber: S): ReadonlySet<string> | undefined {
-    return this.bySubscriber.get(subscriber);
+  /** The topics of `subscriber`, in the order subscribed; undefined when it has none. */
+  topicsOf(subscriber: S): Iterable<string> | undefined {
+    const topics = this.bySubscriber.get(subscriber);
+    return typeof topics === 'string' ? [topics] : topics;
   }
 
   get topicCount(): number {

@@ -4,6 +4,7 @@ import * as https from 'node:https';
 import { Destination, GatewayConfig } from '../config/gateway-config';
 import { GatewayMetrics, UpstreamKind } from '../metrics/gateway-metrics';
 import { Route } from './destinations';
+import { LaneAgents, createLaneAgents } from './lane-agents';
 import { CALL_LANE, FIRST_LANE, Lane, RequestGate, WaitingRequest } from './request-gate';
 import { UpstreamResponse, outcomeLabel } from './upstream-response';
 
@@ -26,7 +27,7 @@ interface Pool {
    * already queued in it and takes the socket straight over (no trip through
    * the free list, no new agent queue per call).
    */
-  readonly agents: readonly [http.Agent, http.Agent];
+  readonly agents: LaneAgents;
   readonly request: typeof http.request;
   readonly hostname: string;
   readonly port: number;
@@ -239,15 +240,12 @@ function createPool(destination: Destination, version: string, metrics: GatewayM
   const isHttps = url.protocol === 'https:';
   // The gate runs at most maxSockets requests at once, calls at most their share (maxRunningCalls).
   const gate = new RequestGate(destination.maxSockets, destination.queueLimit);
-  const Agent = isHttps ? https.Agent : http.Agent;
   // One of the calls' places is a place in their agent's queue, not a socket: under load one
   // call always waits there, so an ending call's socket goes straight to it and the agent's
   // queue never empties. Run through the gate one by one instead, each call made the agent
   // rebuild its queue and cost ~10% more CPU per call (bench/RESULTS.md, session 6). A freed
   // place still goes to the first lane first: the gate decides who takes it.
   const callSockets = Math.max(1, gate.maxRunningCalls - 1);
-  // The first lane keeps idle only the sockets calls may not use: idle connections stay within maxSockets.
-  const firstLaneIdle = Math.max(1, destination.maxSockets - gate.maxRunningCalls);
   // With array headers Node adds no Host header of its own.
   const host = destination.overrideHostHeader ?? url.host;
   const baseHeaders = ['Host', host, 'Content-Type', 'application/json', 'User-Agent', `gateway/${version}`];
@@ -255,10 +253,13 @@ function createPool(destination: Destination, version: string, metrics: GatewayM
   return {
     destination,
     gate,
-    agents: [
-      new Agent({ keepAlive: true, maxSockets: destination.maxSockets, maxFreeSockets: firstLaneIdle }),
-      new Agent({ keepAlive: true, maxSockets: callSockets, maxFreeSockets: callSockets }),
-    ],
+    // Idle sockets of either lane stay while the destination's open connections are within maxSockets.
+    agents: createLaneAgents(
+      isHttps,
+      destination.maxSockets,
+      { maxSockets: destination.maxSockets, maxFreeSockets: destination.maxSockets },
+      { maxSockets: callSockets, maxFreeSockets: callSockets },
+    ),
     request: isHttps ? https.request : http.request,
     hostname: url.hostname.replace(/^\[|\]$/g, ''),
     port: Number(url.port) || (isHttps ? 443 : 80),

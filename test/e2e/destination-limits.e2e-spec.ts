@@ -1,7 +1,7 @@
 import { Reply } from './harness/fake-upstream';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { untilMetric } from './harness/metrics';
-import { deferred, waitFor } from './harness/wait';
+import { deferred, waitFor, within } from './harness/wait';
 import { Frame, WsClient } from './harness/ws-client';
 
 const AUTH_PATH = '/gateway/authorize_connection';
@@ -250,6 +250,33 @@ handlers:
         { args: [], kwargs: {} },
       ]);
       expect(callPaths(t)).toEqual(['/x']);
+    });
+  });
+
+  describe('a burst of authorizations (UPSTREAM_MAX_SOCKETS=100, the default)', () => {
+    beforeEach(async () => (t = await startTestGateway()));
+
+    /** `count` connects whose authorizations are all held at the upstream at once, then answered. */
+    async function burst(round: number, count: number): Promise<void> {
+      const gate = deferred();
+      releases.push(() => gate.resolve());
+      const allHeld = deferred();
+      let held = 0;
+      t.upstream.on(`POST ${AUTH_PATH}`, async () => {
+        if (++held === count) allHeld.resolve();
+        await gate.promise;
+        return { json: { user_id: `b${round}` } };
+      });
+      const hellos = Array.from({ length: count }, (_, i) => t.hello({ query: `user=b${round}x${i}` }));
+      await within(allHeld.promise, `${count} authorizations held at once`);
+      gate.resolve();
+      await Promise.all(hellos);
+    }
+
+    it("keeps the burst's upstream connections open for the next burst: keep-alive connections up to the bound (SPEC §1)", async () => {
+      await burst(1, 16);
+      await burst(2, 16);
+      expect(t.upstream.connectionsAccepted).toBe(16);
     });
   });
 

@@ -34,9 +34,12 @@ export class FakeUpstream {
   private readonly server = http.createServer((req, res) => this.onRequest(req, res));
   private readonly hanging = new Set<http.ServerResponse>();
   url = '';
+  /** TCP connections accepted so far (keep-alive reuse shows as fewer connections than requests). */
+  connectionsAccepted = 0;
 
   static async start(): Promise<FakeUpstream> {
     const fake = new FakeUpstream();
+    fake.server.on('connection', () => fake.connectionsAccepted++);
     await new Promise<void>((resolve) => fake.server.listen(0, '127.0.0.1', () => resolve()));
     fake.url = `http://127.0.0.1:${(fake.server.address() as AddressInfo).port}`;
     return fake;
