@@ -47,7 +47,9 @@ export function isClusterClient(client: Redis): boolean {
  * channel's slot, followed across slot migrations and failovers).
  *
  * `primaries` events carry the primaries' node ids when they change (a
- * failover): for the link, as for a Redis restart, another instance.
+ * failover): for the link, as for a Redis restart, another instance;
+ * `resubscribed` events the channels subscribed again on another primary
+ * (a slot moved, a failover), whose messages may have been missed meanwhile.
  */
 export class ClusterSubscriber extends EventEmitter {
   status: 'wait' | 'connecting' | 'ready' | 'end' = 'wait';
@@ -73,6 +75,7 @@ export class ClusterSubscriber extends EventEmitter {
     );
     this.sharded.onMessage((channel, message) => this.emit('messageBuffer', channel, message));
     this.sharded.onPrimariesChanged((primaries) => this.emit('primaries', primaries));
+    this.sharded.onResubscribed((channels) => this.emit('resubscribed', channels));
   }
 
   /** The primaries' node ids as last read (sorted, space-separated). */

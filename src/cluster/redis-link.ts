@@ -77,6 +77,7 @@ export class RedisLink {
   readonly scripts = new Map<string, string>();
   private readonly settleListeners: LinkUpListener[] = [];
   private readonly messageListeners: LinkMessageListener[] = [];
+  private readonly resubscribedListeners: Array<(channels: readonly string[]) => void> = [];
   private isUpNow = false;
   /** A reconnection's settle listeners run: commands work, channels are not resubscribed yet. */
   private isSettlingNow = false;
@@ -131,6 +132,9 @@ export class RedisLink {
       this.primary = null;
       this.mode = this.clusterMode(sharded);
       sharded.on('primaries', (primaries: string) => this.onPrimariesChanged(primaries));
+      sharded.on('resubscribed', (channels: string[]) => {
+        for (const listener of this.resubscribedListeners) listener(channels);
+      });
     } else {
       const subscriber = createRedisClient(target, options);
       this.command = createRedisClient(target, options);
@@ -293,6 +297,16 @@ export class RedisLink {
 
   onMessage(listener: LinkMessageListener): void {
     this.messageListeners.push(listener);
+  }
+
+  /**
+   * On a Redis Cluster: `listener` gets the channels subscribed again on
+   * another primary while the link stayed up (a slot moved, a failover), whose
+   * messages may have been missed meanwhile (SPEC §13.5). One Redis never
+   * calls it: there a lost subscriber is a reconnection, and its up-listeners.
+   */
+  onResubscribed(listener: (channels: readonly string[]) => void): void {
+    this.resubscribedListeners.push(listener);
   }
 
   /**

@@ -42,7 +42,12 @@ export class RedisTopicStream extends TopicStream {
     for (const link of shards.data) {
       link.onSettle(() => this.noticeRollbacks(shards, link).catch(() => undefined));
       // Messages published while this node's link was down are in the history: fetch them.
-      link.onUp(() => this.catchUp(shards, link));
+      link.onUp(() => this.catchUp([...this.order.topics()].filter((topic) => shards.ofName(topic) === link)));
+      // SPEC §13.5: a topic's slot moved to another primary, or its primary failed over: the same.
+      link.onResubscribed((channels) => {
+        const moved = new Set(channels);
+        void this.catchUp([...this.order.topics()].filter((topic) => moved.has(this.log.channel(topic))));
+      });
     }
   }
 
@@ -175,13 +180,13 @@ export class RedisTopicStream extends TopicStream {
   }
 
   /**
-   * After a Redis reconnect: per followed topic, what the history got
-   * meanwhile is filled in. A history behind what this node delivered in the
-   * same epoch is a rollback (SPEC §13.1): reported; its next publish starts
-   * a new epoch (a stale history's always does), which this node follows.
+   * After a Redis reconnect (or a resubscription elsewhere): per topic, what
+   * the history got meanwhile is filled in. A history behind what this node
+   * delivered in the same epoch is a rollback (SPEC §13.1): reported; its
+   * next publish starts a new epoch (a stale history's always does), which
+   * this node follows.
    */
-  private async catchUp(shards: RedisShards, link: RedisLink): Promise<void> {
-    const topics = [...this.order.topics()].filter((topic) => shards.ofName(topic) === link);
+  private async catchUp(topics: readonly string[]): Promise<void> {
     const positions = await Promise.all(topics.map((topic) => this.log.positionSeen(topic).catch(() => null)));
     topics.forEach((topic, i) => {
       const seen = positions[i];

@@ -129,7 +129,7 @@ export class TopicLog {
       this.size,
       this.ttlMs,
       newEpoch(),
-      this.names.channel('t', topic),
+      this.channel(topic),
       link.instance,
       this.maxBytes,
     ];
@@ -199,7 +199,12 @@ export class TopicLog {
    * connections).
    */
   awaitInFlight(topic: string): Promise<void> {
-    return this.shards.ofName(topic).syncSubscriber(this.names.channel('t', topic));
+    return this.shards.ofName(topic).syncSubscriber(this.channel(topic));
+  }
+
+  /** The topic's channel (the history's script publishes on it). */
+  channel(topic: string): string {
+    return this.names.channel('t', topic);
   }
 
   /**

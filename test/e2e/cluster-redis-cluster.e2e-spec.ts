@@ -1,0 +1,128 @@
+import { ClusterNames, partitionOf } from '../../src/cluster/channels';
+import { keySlot, partitionTag } from '../../src/cluster/partition-tags';
+import { TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
+import { TestGateway, startTestGateway } from './harness/gateway';
+import { api } from './harness/http';
+import { RedisServer, redisCall } from './harness/redis-server';
+import { RedisCluster, startRedisCluster } from './harness/redis-topologies';
+import { optIn, positionOf } from './harness/resume';
+import { expectPut } from './harness/v1';
+import { waitFor } from './harness/wait';
+import { WsClient } from './harness/ws-client';
+
+/**
+ * SPEC §13.5 on a private three-primary Redis Cluster, whatever the run's
+ * topology: what only a Redis Cluster does. A slot migrated under a busy
+ * topic (its channel and its history move to another primary) is followed:
+ * every acknowledged publish reaches the subscriber, offsets without a
+ * silent gap; and a `redis+cluster://` URL that names no Redis Cluster is a
+ * configuration error at start.
+ */
+describe('cluster mode on a Redis Cluster (SPEC §13.5)', () => {
+  let redis: RedisCluster;
+  let cluster: TestCluster | null = null;
+  const clients: WsClient[] = [];
+
+  beforeAll(async () => {
+    redis = await startRedisCluster(3);
+  }, 30_000);
+
+  afterEach(async () => {
+    await Promise.all(clients.splice(0).map((client) => client.close()));
+    await cluster?.close();
+    cluster = null;
+  });
+
+  afterAll(() => redis?.stop());
+
+  it('follows a busy topic whose slot migrates to another primary: every acknowledged publish delivered, offsets with no gap, live again within 2 s', async () => {
+    cluster = await startTestCluster(2, { REDIS_URL: redis.url });
+    const [a, b] = cluster.nodes;
+    const topic = 'busy';
+    const ann = await optIn(a, 'ann');
+    clients.push(ann.client);
+    await expectPut(b.apiUrl, `/v1/connection/${ann.cid}/subscriptions/${topic}`);
+    const slot = keySlot(new ClusterNames(cluster.prefix).channel('t', topic));
+    expect(slot).toBe(keySlot(`{${partitionTag(partitionOf(topic))}}`));
+    const from = await redis.ownerOf(slot);
+    const to = redis.nodes.map((node) => node.port).find((port) => port !== from)!;
+
+    const acknowledged: number[] = [];
+    const refused: number[] = [];
+    let isPublishing = true;
+    let n = 0;
+    const publishing = (async () => {
+      while (isPublishing) {
+        const i = ++n;
+        const { status } = await api(b.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify(i));
+        (status === 204 ? acknowledged : refused).push(i);
+      }
+    })();
+    await waitFor(() => acknowledged.length >= 50, 'the first 50 publishes to be acknowledged', 10_000);
+    await redis.migrateSlot(slot, to);
+    const movedAt = n;
+    await waitFor(() => acknowledged.some((i) => i > movedAt + 20), '20 publishes after the migration', 10_000);
+    isPublishing = false;
+    await publishing;
+
+    // What the client got: message frames in offset order, no offset skipped, every acknowledged payload.
+    const received: number[] = [];
+    const offsets: number[] = [];
+    const last = Math.max(...acknowledged);
+    while (!received.includes(last)) {
+      const frame = await ann.client.next(2000);
+      offsets.push(positionOf(frame, topic)[0]);
+      received.push(frame[2] as number);
+    }
+    expect(offsets).toEqual(offsets.map((_, i) => offsets[0] + i));
+    expect(acknowledged.filter((i) => !received.includes(i))).toEqual([]);
+    expect(await redis.ownerOf(slot)).toBe(to);
+
+    // Live again: a publish now reaches the client within 2 s.
+    expect((await api(a.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify('after'))).status).toBe(204);
+    let frame = await ann.client.next(2000);
+    while (frame[2] !== 'after') frame = await ann.client.next(2000);
+    expect(positionOf(frame, topic)[0]).toBe(offsets[offsets.length - 1] + (received.length - offsets.length) + 1);
+  }, 60_000);
+
+  it('refuses to start with a redis+cluster:// URL naming a Redis that is not a Redis Cluster node', async () => {
+    const plain = await RedisServer.start();
+    try {
+      const started = startTestGateway({
+        REDIS_URL: `redis+cluster://127.0.0.1:${plain.port}`,
+        REDIS_PREFIX: randomPrefix(),
+        NODE_ID: 'nodeA',
+      });
+      await expect(started).rejects.toThrow(
+        `REDIS_URL: 127.0.0.1:${plain.port} is not a Redis Cluster node (cluster_enabled is not 1): use redis:// for one Redis`,
+      );
+      expect(await redisCall(plain.port, ['DBSIZE'])).toBe(0);
+    } finally {
+      await plain.kill();
+    }
+  });
+
+  it('delivers across nodes whose seeds name different cluster nodes', async () => {
+    const [first, second] = redis.nodes;
+    const prefix = randomPrefix();
+    const nodes: TestGateway[] = [];
+    try {
+      for (const [i, seed] of [first, second].entries())
+        nodes.push(
+          await startTestGateway({
+            REDIS_URL: `redis+cluster://127.0.0.1:${seed.port}`,
+            REDIS_PREFIX: prefix,
+            NODE_ID: `node${i}`,
+          }),
+        );
+      const { client } = await nodes[0].hello({ query: 'user=bo' });
+      clients.push(client);
+      const cid = await nodes[0].connectionIdOf('user=bo');
+      await expectPut(nodes[1].apiUrl, `/v1/connection/${cid}/subscriptions/t/1`);
+      expect((await api(nodes[1].apiUrl, 'POST', '/v1/publish/t/1', JSON.stringify('hi'))).status).toBe(204);
+      expect(await client.next()).toEqual(['message', { topic: 't.1' }, 'hi']);
+    } finally {
+      await Promise.all(nodes.map((node) => node.close()));
+    }
+  });
+});
