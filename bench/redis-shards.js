@@ -1,5 +1,6 @@
 'use strict';
-// Publishes with history on one Redis against three shards (SPEC §13.4, issue 30):
+// Publishes with history on one Redis against three shards (SPEC §13.4) and a
+// three-primary Redis Cluster with sharded pub/sub (SPEC §13.5), issue 30:
 // two gateway nodes in cluster mode, each fed `POST /v1/batch` requests of
 // BATCH publishes to distinct topics (history on: RESUME_WINDOW's default), in a
 // closed loop of keep-alive connections; rounds alternate the two topologies,
@@ -14,7 +15,9 @@
 //   npm run build && node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]
 
 const fs = require('node:fs');
-const { spawn } = require('node:child_process');
+const { execFileSync, spawn } = require('node:child_process');
+const os = require('node:os');
+const path = require('node:path');
 const http = require('node:http');
 const net = require('node:net');
 const { parseArgs, median, sleep } = require('./lib/fixed-calls');
@@ -23,17 +26,21 @@ const { freePort, startApiNode } = require('./lib/api-node');
 const USAGE = 'node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]';
 const CLOCK_TICK_MS = 10; // USER_HZ = 100 on Linux
 const TOPICS = 10_000;
+const TOPOLOGIES = ['one', 'shards', 'cluster'];
+const LABELS = { one: 'one Redis', shards: 'three shards (+ control)', cluster: 'Redis Cluster, three primaries' };
 
 /** A redis-server on a free port; resolves once it answers PING. */
-async function redisServer() {
+async function redisServer(extraArgs = []) {
   const port = await freePort();
+  const dir = fs.mkdtempSync(path.join(os.tmpdir(), 'bench-redis-'));
   const child = spawn(
     'redis-server',
-    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no'],
+    ['--port', String(port), '--bind', '127.0.0.1', '--save', '', '--appendonly', 'no', '--dir', dir, ...extraArgs],
     {
       stdio: 'ignore',
     },
   );
+  child.once('exit', () => fs.rmSync(dir, { recursive: true, force: true }));
   for (let i = 0; i < 200; i++) {
     if (await pings(port)) return { port, child, url: `redis://127.0.0.1:${port}` };
     await sleep(25);
@@ -107,9 +114,32 @@ async function load(apiPorts, connections, batch, ms) {
   return { perSec: (1000 * published) / (Date.now() - startedAt), published, failed };
 }
 
+/** Three cluster-enabled redis-servers formed into a Redis Cluster (equal slot ranges); resolves once every node says ok. */
+async function redisCluster(children) {
+  const nodes = [];
+  for (let i = 0; i < 3; i++) {
+    const node = await redisServer(['--cluster-enabled', 'yes', '--cluster-node-timeout', '2000']);
+    children.push(node.child);
+    nodes.push(node);
+  }
+  const addresses = nodes.map((n) => `127.0.0.1:${n.port}`);
+  execFileSync('redis-cli', ['--cluster', 'create', ...addresses, '--cluster-yes'], { stdio: 'ignore' });
+  for (let i = 0; i < 400; i++) {
+    const ok = nodes.every((n) =>
+      execFileSync('redis-cli', ['-p', String(n.port), 'cluster', 'info'])
+        .toString()
+        .includes('cluster_state:ok'),
+    );
+    if (ok) return { nodes, url: `redis+cluster://${addresses.join(',')}` };
+    await sleep(25);
+  }
+  throw new Error('the Redis Cluster did not form');
+}
+
 async function round(topology, o) {
   const children = [];
   try {
+    if (topology === 'cluster') return await clusterRound(children, o);
     const control = await redisServer();
     children.push(control.child);
     const shards = [];
@@ -131,25 +161,41 @@ async function round(topology, o) {
       children.push(node.child);
       nodes.push(node);
     }
-    const ports = nodes.map((n) => n.apiPort);
-    await load(ports, o.connections, o.batch, 500); // warm-up
-    const redises = [control, ...shards];
-    const before = redises.map((r) => cpuMs(r.child.pid));
-    const startedAt = Date.now();
-    const r = await load(ports, o.connections, o.batch, o.seconds * 1000);
-    const elapsedMs = Date.now() - startedAt;
-    const used = redises.map((redis, i) => cpuMs(redis.child.pid) - before[i]);
-    if (r.failed > 0) throw new Error(`${topology}: ${r.failed} publishes not answered 204`);
-    const busiest = Math.max(...used) / elapsedMs;
-    return {
-      perSec: r.perSec,
-      redisUsPerPublish: (1000 * used.reduce((a, b) => a + b, 0)) / r.published,
-      busiestCore: busiest,
-      ceiling: r.perSec / busiest,
-    };
+    return await measure(topology, nodes, [control, ...shards], o);
   } finally {
     for (const child of children) if (child.exitCode === null) child.kill('SIGKILL');
   }
+}
+
+async function clusterRound(children, o) {
+  const redis = await redisCluster(children);
+  const prefix = `bench-cluster-${process.pid}-${Date.now()}:`;
+  const nodes = [];
+  for (const nodeId of ['nodeA', 'nodeB']) {
+    const node = await gateway(nodeId, redis.url, [], prefix);
+    children.push(node.child);
+    nodes.push(node);
+  }
+  return measure('cluster', nodes, redis.nodes, o);
+}
+
+/** Warm up, then load both nodes for `o.seconds`: publishes/s and the Redis processes' CPU. */
+async function measure(topology, nodes, redises, o) {
+  const ports = nodes.map((n) => n.apiPort);
+  await load(ports, o.connections, o.batch, 500); // warm-up
+  const before = redises.map((r) => cpuMs(r.child.pid));
+  const startedAt = Date.now();
+  const r = await load(ports, o.connections, o.batch, o.seconds * 1000);
+  const elapsedMs = Date.now() - startedAt;
+  const used = redises.map((redis, i) => cpuMs(redis.child.pid) - before[i]);
+  if (r.failed > 0) throw new Error(`${topology}: ${r.failed} publishes not answered 204`);
+  const busiest = Math.max(...used) / elapsedMs;
+  return {
+    perSec: r.perSec,
+    redisUsPerPublish: (1000 * used.reduce((a, b) => a + b, 0)) / r.published,
+    busiestCore: busiest,
+    ceiling: r.perSec / busiest,
+  };
 }
 
 async function main() {
@@ -158,9 +204,9 @@ async function main() {
     { seconds: 5, rounds: 3, connections: 8, batch: 50, against: undefined },
     USAGE,
   );
-  const results = { one: [], shards: [] };
+  const results = { one: [], shards: [], cluster: [] };
   for (let i = 0; i < o.rounds; i++)
-    for (const topology of ['one', 'shards']) results[topology].push(await round(topology, o));
+    for (const topology of TOPOLOGIES) results[topology].push(await round(topology, o));
   const m = (topology, key) => median(results[topology].map((r) => r[key]));
   console.log(
     `two nodes, history on, /v1/batch of ${o.batch} publishes, ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (medians)`,
@@ -169,13 +215,16 @@ async function main() {
     '| topology | publishes/s | Redis CPU per publish | busiest Redis core | Redis-bound ceiling, publishes/s |',
   );
   console.log('|---|---:|---:|---:|---:|');
-  for (const topology of ['one', 'shards']) {
+  for (const topology of TOPOLOGIES) {
     console.log(
-      `| ${topology === 'one' ? 'one Redis' : 'three shards (+ control)'} | ${m(topology, 'perSec').toFixed(0)} | ${m(topology, 'redisUsPerPublish').toFixed(2)} µs | ${(100 * m(topology, 'busiestCore')).toFixed(0)}% | ${m(topology, 'ceiling').toFixed(0)} |`,
+      `| ${LABELS[topology]} | ${m(topology, 'perSec').toFixed(0)} | ${m(topology, 'redisUsPerPublish').toFixed(2)} µs | ${(100 * m(topology, 'busiestCore')).toFixed(0)}% | ${m(topology, 'ceiling').toFixed(0)} |`,
     );
   }
   console.log(
     `shards ÷ one Redis: publishes/s ${(m('shards', 'perSec') / m('one', 'perSec')).toFixed(2)}×, ceiling ${(m('shards', 'ceiling') / m('one', 'ceiling')).toFixed(2)}×`,
+  );
+  console.log(
+    `Redis Cluster ÷ one Redis: publishes/s ${(m('cluster', 'perSec') / m('one', 'perSec')).toFixed(2)}×, ceiling ${(m('cluster', 'ceiling') / m('one', 'ceiling')).toFixed(2)}×`,
   );
 }
 
