@@ -395,6 +395,9 @@ export class RedisLink {
     const source = this.mode.lua(lua.startsWith('#!') ? lua : `#!lua\n${lua}`);
     this.scripts.set(name, source);
     this.command.defineCommand(name, keyCount === null ? { lua: source } : { numberOfKeys: keyCount, lua: source });
+    // ioredis' auto-pipelining routes a call by its first argument, which for a variable key count is the count,
+    // not a key: on a Redis Cluster such a script would join another slot's pipeline (and fail its MOVED retry).
+    if (keyCount === null && this.isCluster) this.command.options.autoPipeliningIgnoredCommands?.push(name);
     const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
       this.command,
     );

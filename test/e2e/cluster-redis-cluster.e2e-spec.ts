@@ -85,6 +85,49 @@ describe('cluster mode on a Redis Cluster (SPEC §13.5)', () => {
     expect(positionOf(frame, topic)[0]).toBe(offsets[offsets.length - 1] + (received.length - offsets.length) + 1);
   }, 60_000);
 
+  it("follows a failover of a topic's primary: publishes delivered again within 10 s of the kill, a new epoch, presence kept", async () => {
+    const ha = await startRedisCluster(3, { replicasPerPrimary: 1, nodeTimeoutMs: 1000 });
+    try {
+      cluster = await startTestCluster(2, { REDIS_URL: ha.url });
+      const [a, b] = cluster.nodes;
+      const topic = 'ha';
+      const ann = await optIn(a, 'ann');
+      clients.push(ann.client);
+      await expectPut(b.apiUrl, `/v1/connection/${ann.cid}/subscriptions/${topic}`);
+      expect((await api(b.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify('before'))).status).toBe(204);
+      const before = await ann.client.next(2000);
+      expect(before[2]).toBe('before');
+      const slot = keySlot(new ClusterNames(cluster.prefix).channel('t', topic));
+      const primary = await ha.ownerOf(slot);
+      await ha.node(primary).kill();
+      const killedAt = Date.now();
+      // Publish until one is acknowledged and reaches ann: the replica was promoted and both nodes followed.
+      let delivered: unknown = null;
+      await waitFor(
+        async () => {
+          const { status } = await api(b.apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify('after'));
+          if (status !== 204) return false;
+          const frame = await ann.client.next(2000).catch(() => null);
+          delivered = frame;
+          return frame !== null && frame[2] === 'after';
+        },
+        () => `a publish after the kill of ${primary} to reach ann (last: ${JSON.stringify(delivered)})`,
+        10_000,
+        100,
+      );
+      expect(Date.now() - killedAt).toBeLessThan(10_000);
+      expect(await ha.ownerOf(slot, ha.nodes.find((n) => n.port !== primary)!.port)).not.toBe(primary);
+      // A failover is another instance (SPEC §13.1): the history starts a new epoch.
+      expect(positionOf(delivered as never, topic)[1]).not.toBe(positionOf(before, topic)[1]);
+      const presence = await api(a.apiUrl, 'GET', '/v1/user/ann/connections');
+      expect(presence.status).toBe(200);
+    } finally {
+      await cluster?.close();
+      cluster = null;
+      await ha.stop();
+    }
+  }, 60_000);
+
   it('refuses to start with a redis+cluster:// URL naming a Redis that is not a Redis Cluster node', async () => {
     const plain = await RedisServer.start();
     try {
