@@ -10,7 +10,7 @@
 // busiest instance's share of one core, and the Redis-bound ceiling: the
 // publishes/s at which the busiest instance would fill its core. On a machine
 // with fewer cores than processes the gateways, not Redis, bound the rate: the
-// ceiling is what shards buy. Not part of `npm run bench`.
+// ceiling is what shards buy. In `npm run bench -- --only redis` as the `redis` scenario (on request).
 //
 //   npm run build && node bench/redis-shards.js [--seconds 5] [--rounds 3] [--connections 8] [--batch 50] [--against <main.js>] [--only one,shards,cluster]
 //
@@ -207,6 +207,47 @@ async function measure(topology, nodes, redises, o) {
   };
 }
 
+/**
+ * Rounds of every topology in `topologies` (alternating, so each sees the same machine); resolves to
+ * the medians per topology: `{ perSec, redisUsPerPublish, busiestCore, ceiling }`.
+ */
+async function compareTopologies(o, topologies = TOPOLOGIES) {
+  const results = Object.fromEntries(topologies.map((topology) => [topology, []]));
+  for (let i = 0; i < o.rounds; i++)
+    for (const topology of topologies) results[topology].push(await round(topology, o));
+  const medians = {};
+  for (const topology of topologies) {
+    const m = (key) => median(results[topology].map((r) => r[key]));
+    medians[topology] = {
+      perSec: m('perSec'),
+      redisUsPerPublish: m('redisUsPerPublish'),
+      busiestCore: m('busiestCore'),
+      ceiling: m('ceiling'),
+    };
+  }
+  return medians;
+}
+
+/** `npm run bench -- --only redis` rows: shards and the Cluster (gateway column) against one Redis (baseline). */
+function topologyRows(label, res, row) {
+  const one = res.one;
+  const out = [];
+  for (const [topology, name] of [
+    ['shards', 'three shards'],
+    ['cluster', 'Redis Cluster'],
+  ]) {
+    const r = res[topology];
+    out.push(row(label, `${name} ÷ one Redis: publishes`, '/s', r.perSec, one.perSec));
+    out.push(
+      row(label, `${name} ÷ one Redis: Redis CPU per publish`, 'µs', r.redisUsPerPublish, one.redisUsPerPublish),
+    );
+    out.push(
+      row(label, `${name} ÷ one Redis: Redis-bound ceiling`, '/s', r.ceiling, one.ceiling, { op: '>=', value: 2 }),
+    );
+  }
+  return out;
+}
+
 async function main() {
   const o = parseArgs(
     process.argv.slice(2),
@@ -215,10 +256,8 @@ async function main() {
   );
   const chosen = o.only === undefined ? TOPOLOGIES : TOPOLOGIES.filter((t) => o.only.split(',').includes(t));
   const topologies = o.against === undefined ? chosen : ['against', ...chosen];
-  const results = { against: [], one: [], shards: [], cluster: [] };
-  for (let i = 0; i < o.rounds; i++)
-    for (const topology of topologies) results[topology].push(await round(topology, o));
-  const m = (topology, key) => median(results[topology].map((r) => r[key]));
+  const medians = await compareTopologies(o, topologies);
+  const m = (topology, key) => medians[topology][key];
   console.log(
     `two nodes, history on, /v1/batch of ${o.batch} publishes, ${o.connections} connections, ${o.rounds} rounds of ${o.seconds} s (medians)`,
   );
@@ -240,7 +279,10 @@ async function main() {
   );
 }
 
-main().catch((err) => {
-  console.error(err.message);
-  process.exit(1);
-});
+module.exports = { compareTopologies, topologyRows };
+
+if (require.main === module)
+  main().catch((err) => {
+    console.error(err.message);
+    process.exit(1);
+  });

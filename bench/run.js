@@ -34,6 +34,7 @@ const PROFILES = {
     lattice: [{ label: 'lattice 1k', n: 1000, warmup: 10, updates: 400, rounds: 5, inflight: 4 }],
     idle: [{ label: 'idle 5k', n: 5000 }],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 1000, durationMs: 5_000, rounds: 5 }],
+    redis: [{ label: 'redis topologies', rounds: 3, seconds: 5, connections: 8, batch: 50 }],
     cluster: [
       {
         label: 'cluster fanout 1k',
@@ -96,6 +97,7 @@ const PROFILES = {
       { label: 'idle 20k', n: 20_000 },
     ],
     api: [{ label: 'api 32 conns', connections: 32, warmupMs: 2000, durationMs: 20_000, rounds: 5 }],
+    redis: [{ label: 'redis topologies', rounds: 5, seconds: 10, connections: 8, batch: 50 }],
     cluster: [
       {
         label: 'cluster fanout 1k',
@@ -130,13 +132,14 @@ const PROFILES = {
     ],
   },
 };
-const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume', 'deploy', 'api'];
+const ORDER = ['connect', 'rpc', 'fanout', 'lattice', 'idle', 'cluster', 'resume', 'deploy', 'api', 'redis'];
 /**
  * Scenarios run only when named with --only: api (the /v1 throughput of issue 12), resume (the
- * gateway against itself, SPEC §12, issue 19) and deploy (a rolling restart of a 3-node cluster,
- * issue 19) have their own targets, and would lengthen the default run.
+ * gateway against itself, SPEC §12, issue 19), deploy (a rolling restart of a 3-node cluster,
+ * issue 19) and redis (one Redis, three shards and a Redis Cluster under two nodes, issue 30) have
+ * their own targets, and would lengthen the default run.
  */
-const ON_REQUEST = new Set(['api', 'resume', 'deploy']);
+const ON_REQUEST = new Set(['api', 'resume', 'deploy', 'redis']);
 /**
  * Scenarios whose "baseline" column the Socket.IO peer (`--against socketio`) can fill; the
  * others either have no Socket.IO counterpart (lattice) or never use the baseline server
@@ -170,10 +173,10 @@ function parseArgs(argv) {
     else if (a === '--workers') args.workers = Number(argv[++i]);
     else if (a === '--help' || a === '-h') {
       process.stdout.write(
-        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,deploy,api] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js | socketio] [--workers N]\n' +
+        'usage: npm run bench -- [--full] [--check] [--only connect,rpc,fanout,lattice,idle,cluster,resume,deploy,api,redis] [--cpu-prof] [--pin] [--tracing] [--against dist/main.js | socketio] [--workers N]\n' +
           '  --full      larger profile (fanout 10k, idle 10k and 20k, longer runs)\n' +
           '  --check     exit 1 when a target is missed (or a scenario failed or was skipped)\n' +
-          '  --only      run only these scenarios (api, resume and deploy run only when named)\n' +
+          '  --only      run only these scenarios (api, resume, deploy and redis run only when named)\n' +
           '  --cpu-prof  CPU-profile both servers during the measured rounds and heap-snapshot them in idle;\n' +
           '              summaries are printed, files go to bench/results/prof-<timestamp>/\n' +
           '  --pin       server on CPU 0, everything else on the other CPUs (for machines with 4+ CPUs)\n' +

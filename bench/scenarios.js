@@ -13,6 +13,7 @@ const { checkSocketIo } = require('./lib/socketio-check');
 const { latency, row, addCounts } = require('./lib/report');
 const { httpStatus } = require('./lib/worker');
 const { api, apiRows } = require('./api-scenario');
+const { compareTopologies, topologyRows } = require('./redis-shards');
 
 const now = () => performance.timeOrigin + performance.now();
 const PAD = 'p'.repeat(56); // makes a published JSON body of ~100 bytes
@@ -561,6 +562,8 @@ function rows(name, label, res) {
     case 'deploy':
       out.push(...DEFS[name].rows(label, res, row));
       break;
+    case 'redis':
+      return topologyRows(label, res, row);
     case 'lattice':
       add('updates', '/s', (r) => r.updates.sendsPerSec);
       add('frames delivered', '/s', (r) => r.updates.deliveredPerSec);
@@ -594,6 +597,9 @@ const DEFS = {
  * connects in the baseline column).
  */
 function run(name, cfg, opts) {
+  // Its own processes: two gateway nodes on one Redis, three shards and a Redis Cluster (bench/redis-shards.js).
+  if (name === 'redis')
+    return compareTopologies(cfg).then((res) => ({ ...res, gateway: res.shards, baseline: res.one }));
   const targets = DEFS[name].targets || (name === 'rpc' ? ['baseline', 'gateway', 'limit'] : ['baseline', 'gateway']);
   return runScenario(DEFS[name], targets, cfg, opts);
 }

@@ -112,6 +112,11 @@ export class ClusterSubscriber extends EventEmitter {
     await this.sharded.unsubscribe(channel);
   }
 
+  /** Read the slot map now (a `primaries` event follows when they changed). */
+  async refresh(): Promise<void> {
+    await this.sharded.refresh();
+  }
+
   /** Every message of `channel`'s primary sent before now was delivered. */
   sync(channel: string): Promise<void> {
     return this.sharded.sync(channel);

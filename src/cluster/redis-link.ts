@@ -23,6 +23,14 @@ const CONFIRMED = Promise.resolve();
 const SHARD_NUMSUB = `#!lua flags=no-writes
 return redis.call('PUBSUB', 'SHARDNUMSUB', unpack(KEYS))`;
 
+/** The error a script on a Redis Cluster answers when it runs on a primary its instance argument does not name. */
+const NOT_A_KNOWN_PRIMARY = 'GATEWAY_NOT_A_KNOWN_PRIMARY';
+
+/** Lua, after a script's shebang: refuse to run on a primary that ARGV[instanceArg] (the primaries' node ids) does not name. */
+function primaryGuard(instanceArg: number): string {
+  return `if not string.find(ARGV[${instanceArg}], redis.call('CLUSTER', 'MYID'), 1, true) then return redis.error_reply('${NOT_A_KNOWN_PRIMARY}') end\n`;
+}
+
 /** The link's subscriber connection as the link uses it: a Redis connection, or a Redis Cluster's sharded subscriber. */
 interface LinkSubscriber {
   readonly status: string;
@@ -48,8 +56,10 @@ interface LinkMode {
   sync(channel: string): Promise<unknown>;
   /** The instance's identity: `run_id`, or on a Redis Cluster its primaries' node ids. */
   readInstance(): Promise<string>;
-  /** A script as this topology runs it. */
-  lua(source: string): string;
+  /** A script as this topology runs it (`instanceArg`: see {@link RedisLink.script}). */
+  lua(source: string, instanceArg?: number): string;
+  /** Read the instance again (a Redis Cluster's primaries); the link's own reads suffice elsewhere. */
+  refreshInstance(): Promise<void>;
 }
 
 /**
@@ -175,6 +185,7 @@ export class RedisLink {
       sync: () => subscriber.ping(),
       readInstance: async () => runIdOf(await this.timed('info', command.info('server'))),
       lua: (source) => source,
+      refreshInstance: () => Promise.resolve(),
     };
   }
 
@@ -197,7 +208,13 @@ export class RedisLink {
       },
       sync: (channel) => sharded.sync(channel),
       readInstance: () => Promise.resolve(sharded.primaries),
-      lua: (source) => source.replace(/redis\.call\('PUBLISH',/g, "redis.call('SPUBLISH',"),
+      lua: (source, instanceArg) => {
+        const text = source.replace(/redis\.call\('PUBLISH',/g, "redis.call('SPUBLISH',");
+        if (instanceArg === undefined) return text;
+        const bang = text.indexOf('\n');
+        return `${text.slice(0, bang + 1)}${primaryGuard(instanceArg)}${text.slice(bang + 1)}`;
+      },
+      refreshInstance: () => sharded.refresh(),
     };
   }
 
@@ -391,8 +408,10 @@ export class RedisLink {
     name: string,
     keyCount: number | null,
     lua: string,
+    /** The ARGV index (1-based) of the Redis instance the script compares with its data (SPEC §13.1), if any. */
+    instanceArg?: number,
   ): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
-    const source = this.mode.lua(lua.startsWith('#!') ? lua : `#!lua\n${lua}`);
+    const source = this.mode.lua(lua.startsWith('#!') ? lua : `#!lua\n${lua}`, instanceArg);
     this.scripts.set(name, source);
     this.command.defineCommand(name, keyCount === null ? { lua: source } : { numberOfKeys: keyCount, lua: source });
     // ioredis' auto-pipelining routes a call by its first argument, which for a variable key count is the count,
@@ -401,8 +420,23 @@ export class RedisLink {
     const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
       this.command,
     );
-    if (keyCount === null) return (keys, args) => this.timed(name, run(keys.length, ...keys, ...args));
-    return (keys, args) => this.timed(name, run(...keys, ...args));
+    const send =
+      keyCount === null
+        ? (keys: readonly string[], args: readonly unknown[]) => run(keys.length, ...keys, ...args)
+        : (keys: readonly string[], args: readonly unknown[]) => run(...keys, ...args);
+    if (!this.isCluster || instanceArg === undefined) return (keys, args) => this.timed(name, send(keys, args));
+    // On a Redis Cluster the instance names the primaries; a script that finds itself on another primary (its
+    // slot's primary failed over, and ioredis followed the redirection with this node's older view) refuses
+    // to run: the primaries are read again and it is sent once more under the new instance.
+    return (keys, args) =>
+      this.timed(
+        name,
+        send(keys, args).catch(async (err: Error) => {
+          if (!err.message.includes(NOT_A_KNOWN_PRIMARY)) throw err;
+          await this.mode.refreshInstance();
+          return send(keys, args.map((arg, i) => (i === instanceArg - 1 ? this.instanceNow : arg)));
+        }),
+      );
   }
 
   /**

@@ -91,8 +91,8 @@ export class RedisShards {
    * goes to the link of its first key's partition (every key of one call is
    * in one partition, SPEC §13.3).
    */
-  script(name: string, keyCount: number | null, source: string): ShardScript {
-    const runners = this.data.map((link) => link.script(name, keyCount, source));
+  script(name: string, keyCount: number | null, source: string, instanceArg?: number): ShardScript {
+    const runners = this.data.map((link) => link.script(name, keyCount, source, instanceArg));
     const byPartition = this.byPartition.map((link) => runners[this.data.indexOf(link)]);
     return (keys, args) => {
       const partition = partitionOfKey(keys[0]);

@@ -307,6 +307,11 @@ export class ShardedSubscriber {
     if (stale.length > 0) this.heal();
   }
 
+  /** Read the slot map now (rejects when no known node answers); `onPrimariesChanged` listeners hear of a change. */
+  refresh(): Promise<void> {
+    return this.refreshSlots();
+  }
+
   /** Read CLUSTER SLOTS from the first known node that answers. */
   private async refreshSlots(): Promise<void> {
     for (const address of [...this.known]) {

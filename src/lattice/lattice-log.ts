@@ -89,7 +89,7 @@ export class LatticeLog {
     nodeId: string,
     private readonly retentionMs: number,
   ) {
-    this.appendScript = shards.script('gatewayLatticeAppend', 3, APPEND);
+    this.appendScript = shards.script('gatewayLatticeAppend', 3, APPEND, 6);
     this.readScript = shards.script('gatewayLatticeRead', 3, READ);
     this.compactScript = shards.script('gatewayLatticeCompact', 3, COMPACT);
     this.head = originHead(nodeId);

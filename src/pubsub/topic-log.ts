@@ -110,7 +110,7 @@ export class TopicLog {
     private readonly ttlMs: number,
     private readonly maxBytes: number,
   ) {
-    this.appendScript = shards.script('gatewayTopicAppend', 2, APPEND);
+    this.appendScript = shards.script('gatewayTopicAppend', 2, APPEND, 7);
     this.readScript = shards.script('gatewayTopicRead', 2, READ);
     this.head = originHead(nodeId);
   }
