@@ -434,7 +434,10 @@ export class RedisLink {
         send(keys, args).catch(async (err: Error) => {
           if (!err.message.includes(NOT_A_KNOWN_PRIMARY)) throw err;
           await this.mode.refreshInstance();
-          return send(keys, args.map((arg, i) => (i === instanceArg - 1 ? this.instanceNow : arg)));
+          return send(
+            keys,
+            args.map((arg, i) => (i === instanceArg - 1 ? this.instanceNow : arg)),
+          );
         }),
       );
   }
