@@ -218,7 +218,7 @@ const SERVER_SPARE_FILES = 512;
 /** Connections one server holds at most in scenario `name`. */
 function connectionsOf(name, cfg) {
   if (name === 'connect') return Math.ceil((cfg.count * (cfg.rounds + 1)) / cfg.rounds) + cfg.warmup;
-  if (name === 'rpc' || name === 'api') return cfg.connections;
+  if (name === 'rpc' || name === 'api' || name === 'redis') return cfg.connections;
   // resume: the idle set, or the subscribers with the connections being resumed or opened (and their predecessors closing).
   if (name === 'resume') return Math.max(cfg.idle.n, cfg.fanout.n + 2 * cfg.resumes.perRound);
   // deploy: a node may end the rolling restart holding every client, then the cost rounds' connections and their predecessors.
