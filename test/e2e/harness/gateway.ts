@@ -47,6 +47,21 @@ export async function startTestGateway(
   sharedUpstream?: FakeUpstream,
 ): Promise<TestGateway> {
   const upstream = sharedUpstream ?? (await FakeUpstream.start());
+  try {
+    return await startOn(upstream, sharedUpstream === undefined, env, fileText);
+  } catch (err) {
+    // A gateway that refused to start (a configuration error) leaves no upstream of its own running.
+    if (sharedUpstream === undefined) await upstream.close();
+    throw err;
+  }
+}
+
+async function startOn(
+  upstream: FakeUpstream,
+  ownsUpstream: boolean,
+  env: Record<string, string>,
+  fileText: ConfigFileText | undefined,
+): Promise<TestGateway> {
   const config = loadConfig(
     {
       HOST: '127.0.0.1',
@@ -102,7 +117,7 @@ export async function startTestGateway(
       await Promise.all(clients.map((c) => c.close()));
       // The upstream goes first: requests it holds ('hang') then fail at once
       // instead of keeping the gateway's drain waiting for SHUTDOWN_GRACE.
-      if (sharedUpstream === undefined) await upstream.close();
+      if (ownsUpstream) await upstream.close();
       await gateway.close();
     },
   };
