@@ -7,6 +7,7 @@ import { PrimaryWatch } from './primary-watch';
 import { createRedisClient, redisTargetOf } from './redis-client';
 import { ClusterSubscriber, createClusterClient } from './redis-cluster-client';
 import { redisErrorCause, redisUrlForLog } from '../config/redis-address';
+import { LinkMode, ScriptSend, clusterMode, serverMode } from './link-modes';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -19,18 +20,6 @@ const MAX_RETRY_DELAY_MS = 1000;
 const SENTINEL_ROUND_FAILED = 'All sentinels are unreachable';
 /** REDIS_WAIT_REPLICAS=0: nothing to wait for (one shared promise, nothing allocated per write). */
 const CONFIRMED = Promise.resolve();
-/** On a Redis Cluster: the subscriber counts of channels of one slot, asked of the primary owning it (SPEC §13.5). */
-const SHARD_NUMSUB = `#!lua flags=no-writes
-return redis.call('PUBSUB', 'SHARDNUMSUB', unpack(KEYS))`;
-
-/** The error a script on a Redis Cluster answers when it runs on a primary its instance argument does not name. */
-const NOT_A_KNOWN_PRIMARY = 'GATEWAY_NOT_A_KNOWN_PRIMARY';
-
-/** Lua, after a script's shebang: refuse to run on a primary that ARGV[instanceArg] (the primaries' node ids) does not name. */
-function primaryGuard(instanceArg: number): string {
-  return `if not string.find(ARGV[${instanceArg}], redis.call('CLUSTER', 'MYID'), 1, true) then return redis.error_reply('${NOT_A_KNOWN_PRIMARY}') end\n`;
-}
-
 /** The link's subscriber connection as the link uses it: a Redis connection, or a Redis Cluster's sharded subscriber. */
 interface LinkSubscriber {
   readonly status: string;
@@ -40,26 +29,6 @@ interface LinkSubscriber {
   quit(): Promise<unknown>;
   disconnect(reconnect?: boolean): void;
   on(event: string, listener: (...args: any[]) => void): unknown;
-}
-
-/**
- * What differs between one Redis (direct or through Sentinel) and a Redis
- * Cluster, chosen once per link: how messages are published and counted,
- * how the subscriber is synced, what identifies the instance (SPEC §13.1),
- * and the command scripts publish with.
- */
-interface LinkMode {
-  publish(channel: string, message: string | Buffer): Promise<number>;
-  /** Subscriber counts of `channels` (all of one slot), in order. */
-  countSubscribers(channels: readonly string[]): Promise<number[]>;
-  /** Every message sent to this node on `channel` before now was delivered. */
-  sync(channel: string): Promise<unknown>;
-  /** The instance's identity: `run_id`, or on a Redis Cluster its primaries' node ids. */
-  readInstance(): Promise<string>;
-  /** A script as this topology runs it (`instanceArg`: see {@link RedisLink.script}). */
-  lua(source: string, instanceArg?: number): string;
-  /** Read the instance again (a Redis Cluster's primaries); the link's own reads suffice elsewhere. */
-  refreshInstance(): Promise<void>;
 }
 
 /**
@@ -102,7 +71,7 @@ export class RedisLink {
   private lastHeardAt = Date.now();
   private probeSentAt: number | null = null;
   private probeTimer: NodeJS.Timeout | null = null;
-  /** `run_id` of the Redis instance the link last came up on (SPEC §13.1); '' before the first. */
+  /** The Redis instance the link last came up on ({@link instance}); '' before the first. */
   private instanceNow = '';
   /** Epoch ms when this node first saw Redis as another instance than before (null: never did). */
   private replacedAtMs: number | null = null;
@@ -140,7 +109,7 @@ export class RedisLink {
       const sharded = new ClusterSubscriber(target.options, options, options.retryStrategy as (n: number) => number);
       this.subscriber = sharded;
       this.primary = null;
-      this.mode = this.clusterMode(sharded);
+      this.mode = clusterMode(this, sharded);
       sharded.on('primaries', (primaries: string) => this.onPrimariesChanged(primaries));
       sharded.on('resubscribed', (channels: string[]) => {
         for (const listener of this.resubscribedListeners) listener(channels);
@@ -153,7 +122,7 @@ export class RedisLink {
       this.command = createRedisClient(target, { ...options, enableAutoPipelining: shard !== 'control' });
       this.subscriber = subscriber;
       this.primary = new PrimaryWatch(target, this.command, subscriber, metrics.redisFailovers);
-      this.mode = this.serverMode(subscriber);
+      this.mode = serverMode(this, subscriber);
     }
     for (const [role, client] of [
       ['command', this.command],
@@ -173,51 +142,6 @@ export class RedisLink {
     });
   }
 
-  /** One Redis, direct or through Sentinel: plain pub/sub, `run_id` as the instance. */
-  private serverMode(subscriber: Redis): LinkMode {
-    const command = this.command;
-    return {
-      publish: (channel, message) => command.publish(channel, message),
-      countSubscribers: async (channels) => {
-        const counts = (await command.pubsub('NUMSUB', ...channels)) as Array<string | number>;
-        return channels.map((_, i) => Number(counts[2 * i + 1]));
-      },
-      sync: () => subscriber.ping(),
-      readInstance: async () => runIdOf(await this.timed('info', command.info('server'))),
-      lua: (source) => source,
-      refreshInstance: () => Promise.resolve(),
-    };
-  }
-
-  /**
-   * A Redis Cluster (SPEC §13.5): sharded pub/sub (a message reaches only the
-   * primary owning its channel's slot, scripts included), counts asked of
-   * that primary, the primaries' node ids as the instance (a failover is
-   * another instance: new epochs, as after a Redis restart).
-   */
-  private clusterMode(sharded: ClusterSubscriber): LinkMode {
-    const command = this.command;
-    // Defined on first use: the link's own script() reads the mode this returns.
-    let numsub: ReturnType<RedisLink['script']> | null = null;
-    return {
-      publish: (channel, message) => command.spublish(channel, message) as Promise<number>,
-      countSubscribers: async (channels) => {
-        numsub ??= this.script('gatewayShardNumsub', null, SHARD_NUMSUB);
-        const counts = (await numsub(channels, [])) as Array<string | number>;
-        return channels.map((_, i) => Number(counts[2 * i + 1]));
-      },
-      sync: (channel) => sharded.sync(channel),
-      readInstance: () => Promise.resolve(sharded.primaries),
-      lua: (source, instanceArg) => {
-        const text = source.replace(/redis\.call\('PUBLISH',/g, "redis.call('SPUBLISH',");
-        if (instanceArg === undefined) return text;
-        const bang = text.indexOf('\n');
-        return `${text.slice(0, bang + 1)}${primaryGuard(instanceArg)}${text.slice(bang + 1)}`;
-      },
-      refreshInstance: () => sharded.refresh(),
-    };
-  }
-
   /** Both connections ready. */
   get isUp(): boolean {
     return this.isUpNow;
@@ -229,8 +153,9 @@ export class RedisLink {
   }
 
   /**
-   * The Redis instance this link talks to (`INFO server` `run_id`), read at
-   * every (re)connection before the link is up: a restart, or a failover to a
+   * The Redis instance this link talks to (`INFO server` `run_id`; on a Redis
+   * Cluster its primaries' node ids and `run_id`s), read at every
+   * (re)connection before the link is up: a restart, or a failover to a
    * replica, makes it another one. Data written under an earlier instance may
    * have been rolled back (SPEC §13.1), so the scripts that number things
    * (topic offsets, lattice versions) take it as an argument and start a new
@@ -402,7 +327,9 @@ export class RedisLink {
    * `keyCount` null: the number of keys varies, and is the length of `keys`.
    * Every script runs with a `#!lua` shebang (a read-only one declares
    * `#!lua flags=no-writes` itself), so that on a Redis Cluster Redis refuses
-   * any key outside the slot of its declared keys (SPEC §13.3).
+   * any key outside the slot of its declared keys (SPEC §13.3). On a Redis
+   * Cluster, a script with an `instanceArg` runs only on a primary the
+   * instance names (see link-modes.ts `clusterMode`).
    */
   script(
     name: string,
@@ -410,36 +337,15 @@ export class RedisLink {
     lua: string,
     /** The ARGV index (1-based) of the Redis instance the script compares with its data (SPEC §13.1), if any. */
     instanceArg?: number,
-  ): (keys: readonly string[], args: readonly (string | number | Buffer)[]) => Promise<unknown> {
-    const source = this.mode.lua(lua.startsWith('#!') ? lua : `#!lua\n${lua}`, instanceArg);
-    this.scripts.set(name, source);
-    this.command.defineCommand(name, keyCount === null ? { lua: source } : { numberOfKeys: keyCount, lua: source });
-    // ioredis' auto-pipelining routes a call by its first argument, which for a variable key count is the count,
-    // not a key: on a Redis Cluster such a script would join another slot's pipeline (and fail its MOVED retry).
-    if (keyCount === null && this.isCluster) this.command.options.autoPipeliningIgnoredCommands?.push(name);
-    const run = (this.command as unknown as Record<string, (...args: unknown[]) => Promise<unknown>>)[name].bind(
-      this.command,
+  ): ScriptSend {
+    const { source, send } = this.mode.define(
+      name,
+      keyCount,
+      lua.startsWith('#!') ? lua : `#!lua\n${lua}`,
+      instanceArg,
     );
-    const send =
-      keyCount === null
-        ? (keys: readonly string[], args: readonly unknown[]) => run(keys.length, ...keys, ...args)
-        : (keys: readonly string[], args: readonly unknown[]) => run(...keys, ...args);
-    if (!this.isCluster || instanceArg === undefined) return (keys, args) => this.timed(name, send(keys, args));
-    // On a Redis Cluster the instance names the primaries; a script that finds itself on another primary (its
-    // slot's primary failed over, and ioredis followed the redirection with this node's older view) refuses
-    // to run: the primaries are read again and it is sent once more under the new instance.
-    return (keys, args) =>
-      this.timed(
-        name,
-        send(keys, args).catch(async (err: Error) => {
-          if (!err.message.includes(NOT_A_KNOWN_PRIMARY)) throw err;
-          await this.mode.refreshInstance();
-          return send(
-            keys,
-            args.map((arg, i) => (i === instanceArg - 1 ? this.instanceNow : arg)),
-          );
-        }),
-      );
+    this.scripts.set(name, source);
+    return (keys, args) => this.timed(name, send(keys, args));
   }
 
   /**
@@ -557,16 +463,24 @@ export class RedisLink {
 
   /**
    * A Redis Cluster's primaries changed (a failover, a primary added or
-   * removed): as for a Redis restart, data written before may be behind what
-   * was acknowledged (SPEC §13.1), so the instance changes (new epochs) and
-   * every up-listener re-asserts this node's state.
+   * removed) or one restarted (its `run_id`): as for a Redis restart, data
+   * written before may be behind what was acknowledged (SPEC §13.1), so the
+   * instance changes (new epochs) and every up-listener re-asserts this
+   * node's state. Only a change of the primaries' node ids is a failover.
    */
   private onPrimariesChanged(primaries: string): void {
     if (primaries === this.instanceNow) return;
+    const nodeIds = (identities: string): string => identities.replace(/:[0-9a-f]*/g, '');
+    const isFailover = nodeIds(primaries) !== nodeIds(this.instanceNow);
     this.replacedAtMs = Date.now();
     this.instanceNow = primaries;
-    this.metrics.redisFailovers.inc();
-    this.logger.warn({ msg: 'redis cluster primaries changed: re-asserting this node', redis: this.address });
+    if (isFailover) this.metrics.redisFailovers.inc();
+    this.logger.warn({
+      msg: isFailover
+        ? 'redis cluster primaries changed: re-asserting this node'
+        : 'a redis cluster primary restarted: re-asserting this node',
+      redis: this.address,
+    });
     this.resyncNow();
   }
 
@@ -589,9 +503,4 @@ export class RedisLink {
     this.loggedCause = cause;
     this.logger.warn({ msg: 'redis unreachable', role, redis: this.address, cause });
   }
-}
-
-/** `run_id` from an `INFO server` reply ('' when absent: every script then treats its data as another instance's). */
-function runIdOf(info: string): string {
-  return /^run_id:([0-9a-f]+)\r?$/m.exec(info)?.[1] ?? '';
 }

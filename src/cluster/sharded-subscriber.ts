@@ -8,7 +8,7 @@ export interface RedisAddress {
   readonly port: number;
 }
 
-/** How often the slot map is re-read by default, to notice a failover that closed no connection. */
+/** How often the slot map (and each primary's `run_id`) is re-read by default, to notice a failover or a restart. */
 const SLOT_CHECK_MS = 1000;
 /** Retry backoff while a channel has no confirmed owner: 50 ms doubling, at most this. */
 const MAX_RETRY_MS = 200;
@@ -56,7 +56,13 @@ export class ShardedSubscriber {
   private readonly messageListeners: Array<(channel: string, message: Buffer) => void> = [];
   private readonly resubscribedListeners: Array<(channels: string[]) => void> = [];
   private readonly primariesListeners: Array<(primaries: string) => void> = [];
-  /** The node ids of the primaries serving slots, sorted and joined ('' before the first read). */
+  /** The primaries serving slots as last read: `host:port` → node id. */
+  private primaryIds = new Map<string, string>();
+  /** Each primary's `run_id` as last read (`host:port` → run_id): another after a restart (SPEC §13.1). */
+  private readonly runIds = new Map<string, string>();
+  /** A command connection per primary, for `INFO server` (a subscriber connection cannot ask). */
+  private readonly infoConnections = new Map<string, Redis>();
+  /** The primaries' identities, `<node id>:<run_id>` each (12 hex digits of both), sorted and joined ('' before the first read). */
   private primariesNow = '';
   private healing: Promise<void> | null = null;
   private healAgain = false;
@@ -125,15 +131,21 @@ export class ShardedSubscriber {
   }
 
   /**
-   * `listener` gets the primaries' node ids (sorted, space-separated) each
-   * time the set of primaries serving slots changes: a failover, a primary
-   * added or removed. Not called for the first read.
+   * `listener` gets the primaries' identities ({@link primaries}) each time
+   * they change: a failover, a primary added or removed, or a primary that
+   * restarted (its `run_id`: it may have come back from an older snapshot,
+   * SPEC §13.1). Not called for the first read.
    */
   onPrimariesChanged(listener: (primaries: string) => void): void {
     this.primariesListeners.push(listener);
   }
 
-  /** The node ids of the primaries serving slots as last read (sorted, space-separated). */
+  /**
+   * The primaries serving slots as last read, each as the first 12 hex
+   * digits of its node id, a colon and the first 12 of its `run_id`
+   * (sorted, space-separated): a script's primary guard finds its own node
+   * id in it (RedisLink).
+   */
   get primaries(): string {
     return this.primariesNow;
   }
@@ -161,6 +173,8 @@ export class ShardedSubscriber {
     const links = await Promise.allSettled([...this.links.values()]);
     this.links.clear();
     for (const link of links) if (link.status === 'fulfilled') link.value.redis.disconnect();
+    for (const connection of this.infoConnections.values()) connection.disconnect();
+    this.infoConnections.clear();
     this.command?.disconnect();
     await this.healing;
   }
@@ -289,11 +303,11 @@ export class ShardedSubscriber {
     await link.redis.sunsubscribe(channel).catch(() => link.redis.disconnect());
   }
 
-  /** Periodic: channels whose slot now has another owner are moved there. */
+  /** Periodic: a primary changed or restarted is heard of; channels whose slot now has another owner are moved there. */
   private async checkSlots(): Promise<void> {
-    if (this.healing !== null || this.closed || this.channels.size === 0) return;
+    if (this.healing !== null || this.closed) return;
     try {
-      await this.refreshSlots();
+      await this.refreshSlots(true);
     } catch (err) {
       this.logger.debug(`slot map check failed: ${(err as Error).message}`);
       return;
@@ -307,14 +321,74 @@ export class ShardedSubscriber {
     if (stale.length > 0) this.heal();
   }
 
-  /** Read the slot map now (rejects when no known node answers); `onPrimariesChanged` listeners hear of a change. */
+  /**
+   * Read the slot map and every primary's `run_id` now (rejects when no known
+   * node answers); `onPrimariesChanged` listeners hear of a change.
+   */
   refresh(): Promise<void> {
-    return this.refreshSlots();
+    return this.refreshSlots(true);
+  }
+
+  /**
+   * Read CLUSTER SLOTS from the first known node that answers, then the
+   * `run_id` of each primary: of every one with `everyRunId`, else of those
+   * not read before (a placement round asks only what it must).
+   */
+  private async refreshSlots(everyRunId = false): Promise<void> {
+    await this.readSlots();
+    const primaries = [...this.primaryIds.keys()];
+    await Promise.all(
+      primaries.filter((address) => everyRunId || !this.runIds.has(address)).map((address) => this.readRunId(address)),
+    );
+    for (const [address, connection] of this.infoConnections)
+      if (!this.primaryIds.has(address)) {
+        connection.disconnect();
+        this.infoConnections.delete(address);
+        this.runIds.delete(address);
+      }
+    const now = primaries
+      .map(
+        (address) => `${this.primaryIds.get(address)!.slice(0, 12)}:${(this.runIds.get(address) ?? '').slice(0, 12)}`,
+      )
+      .sort()
+      .join(' ');
+    if (now === this.primariesNow) return;
+    const isFirst = this.primariesNow === '';
+    this.primariesNow = now;
+    if (!isFirst) for (const listener of this.primariesListeners) listener(now);
+  }
+
+  /**
+   * `run_id` of the primary at `address`, into {@link runIds}: asked on the
+   * connection kept for it, then once on a new one (the kept one may be a
+   * restarted primary's old connection); a primary that does not answer
+   * keeps the last one read.
+   */
+  private async readRunId(address: string): Promise<void> {
+    for (let attempt = 0; attempt < 2 && !this.closed; attempt++) {
+      let connection = this.infoConnections.get(address);
+      try {
+        if (connection === undefined || connection.status === 'end') {
+          connection = new Redis({ ...this.options, ...addressOf(address) });
+          connection.on('error', () => undefined); // a primary down is what the slot map and the next check say
+          this.infoConnections.set(address, connection);
+          await connection.connect();
+        }
+        if (this.closed) connection.disconnect(); // closed while it connected: close() could not see it
+        const runId = /^run_id:([0-9a-f]+)\r?$/m.exec(await connection.info('server'))?.[1];
+        if (runId !== undefined) this.runIds.set(address, runId);
+        return;
+      } catch {
+        connection?.disconnect();
+        if (this.infoConnections.get(address) === connection) this.infoConnections.delete(address);
+      }
+    }
   }
 
   /** Read CLUSTER SLOTS from the first known node that answers. */
-  private async refreshSlots(): Promise<void> {
+  private async readSlots(): Promise<void> {
     for (const address of [...this.known]) {
+      if (this.closed) break; // a check that began before close() opens nothing after it
       try {
         if (this.command === null) {
           this.command = new Redis({ ...this.options, ...addressOf(address) });
@@ -333,18 +407,15 @@ export class ShardedSubscriber {
 
   private learn(reply: SlotsReply): void {
     const owners = new Array<string>(KEY_SLOTS).fill('');
-    const primaries = new Set<string>();
+    const primaryIds = new Map<string, string>();
     for (const [first, last, ...nodes] of reply) {
       for (const [host, port] of nodes) this.known.add(`${host}:${port}`);
-      owners.fill(`${nodes[0][0]}:${nodes[0][1]}`, first, last + 1);
-      primaries.add(String(nodes[0][2] ?? `${nodes[0][0]}:${nodes[0][1]}`));
+      const address = `${nodes[0][0]}:${nodes[0][1]}`;
+      owners.fill(address, first, last + 1);
+      primaryIds.set(address, String(nodes[0][2] ?? address));
     }
     this.owners = owners;
-    const now = [...primaries].sort().join(' ');
-    if (now === this.primariesNow) return;
-    const isFirst = this.primariesNow === '';
-    this.primariesNow = now;
-    if (!isFirst) for (const listener of this.primariesListeners) listener(now);
+    this.primaryIds = primaryIds;
   }
 }
 

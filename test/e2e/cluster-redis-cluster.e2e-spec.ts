@@ -3,12 +3,13 @@ import { keySlot, partitionTag } from '../../src/cluster/partition-tags';
 import { TestCluster, randomPrefix, startTestCluster } from './harness/cluster';
 import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
-import { RedisServer, redisCall } from './harness/redis-server';
+import { RedisServer, redisCall, untilClusterOk } from './harness/redis-server';
 import { RedisCluster, startRedisCluster } from './harness/redis-topologies';
 import { optIn, positionOf } from './harness/resume';
 import { expectPut } from './harness/v1';
+import { expectNothingMore } from './harness/barrier';
 import { waitFor } from './harness/wait';
-import { WsClient } from './harness/ws-client';
+import { Frame, WsClient } from './harness/ws-client';
 
 /**
  * SPEC §13.5 on a private three-primary Redis Cluster, whatever the run's
@@ -127,6 +128,75 @@ describe('cluster mode on a Redis Cluster (SPEC §13.5)', () => {
       await cluster?.close();
       cluster = null;
       await ha.stop();
+    }
+  }, 60_000);
+
+  it('a primary restarted from its snapshot (no failover, same node id) is another instance: publishes 1-3, snapshot, 4-5, restart, 6-8; every subscriber gets 1..8 once and in order, 6-8 in a new epoch', async () => {
+    const own = await startRedisCluster(3);
+    try {
+      cluster = await startTestCluster(2, { REDIS_URL: own.url });
+      const [a, b] = cluster.nodes;
+      const topic = 'room';
+      const legacyA = await a.helloAs('lee');
+      const legacyB = await b.helloAs('lou');
+      const resumableA = await optIn(a, 'ann');
+      const resumableB = await optIn(b, 'bob');
+      clients.push(legacyA.client, legacyB.client, resumableA.client, resumableB.client);
+      for (const cid of [legacyA.cid, resumableB.cid])
+        await expectPut(a.apiUrl, `/v1/connection/${cid}/subscriptions/${topic}`);
+      for (const cid of [legacyB.cid, resumableA.cid])
+        await expectPut(b.apiUrl, `/v1/connection/${cid}/subscriptions/${topic}`);
+      const primary = own.node(await own.ownerOf(keySlot(new ClusterNames(cluster.prefix).channel('t', topic))));
+      // A publish is acknowledged once (retried while the restarted primary rejoins: a refusal wrote nothing).
+      const publish = async (n: number): Promise<void> => {
+        await waitFor(
+          async () =>
+            (await api((n % 2 === 0 ? b : a).apiUrl, 'POST', `/v1/publish/${topic}`, JSON.stringify({ n }))).status ===
+            204,
+          `publish ${n} to be acknowledged`,
+          10_000,
+          50,
+        );
+      };
+
+      for (let n = 1; n <= 3; n++) await publish(n);
+      await primary.snapshot();
+      for (let n = 4; n <= 5; n++) await publish(n);
+      await primary.kill();
+      await primary.restart();
+      await untilClusterOk(
+        own.nodes.map((node) => node.port),
+        10_000,
+      );
+      for (let n = 6; n <= 8; n++) await publish(n);
+
+      const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
+      const frames = async (client: WsClient): Promise<Frame[]> => {
+        const out: Frame[] = [];
+        while (out.length < numbers.length) out.push(await client.next(5000));
+        return out;
+      };
+      for (const legacy of [legacyA, legacyB]) {
+        expect(await frames(legacy.client)).toEqual(numbers.map((n) => ['message', { topic }, { n }]));
+        await expectNothingMore(legacy.client);
+      }
+      for (const resumable of [resumableA, resumableB]) {
+        const got = await frames(resumable.client);
+        expect(got.map((frame) => frame[2])).toEqual(numbers.map((n) => ({ n })));
+        const positions = got.map((frame) => positionOf(frame, topic));
+        const [before, after] = [positions.slice(0, 5), positions.slice(5)];
+        // (epoch, offset) names one message forever (SPEC §13.1): after the restart, another epoch.
+        expect(before.map(([offset]) => offset)).toEqual([1, 2, 3, 4, 5]);
+        expect(new Set(before.map(([, epoch]) => epoch)).size).toBe(1);
+        expect(new Set(after.map(([, epoch]) => epoch)).size).toBe(1);
+        expect(after[0][1]).not.toBe(before[0][1]);
+        expect(after.map(([offset]) => offset)).toEqual([1, 2, 3]);
+        await expectNothingMore(resumable.client);
+      }
+    } finally {
+      await cluster?.close();
+      cluster = null;
+      await own.stop();
     }
   }, 60_000);
 
