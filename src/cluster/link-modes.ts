@@ -1,5 +1,7 @@
 import { createHash, randomBytes } from 'node:crypto';
-import Redis from 'ioredis';
+import Redis, { Cluster } from 'ioredis';
+import { CONTROL_TAG } from './channels';
+import { keySlot, partitionTag } from './partition-tags';
 import { ClusterSubscriber } from './redis-cluster-client';
 
 /** A script as the link sends it, untimed: its keys and arguments in, Redis' reply out. */
@@ -27,6 +29,11 @@ export interface LinkMode {
   readInstance(): Promise<string>;
   /** Define a script (`#!lua` shebang included); `instanceArg`: see RedisLink.script. */
   define(name: string, keyCount: number | null, source: string, instanceArg?: number): DefinedScript;
+  /**
+   * `WAIT replicas timeoutMs` where this node's writes of `partitions` (null:
+   * control keys) went; resolves to the fewest replicas that confirmed them.
+   */
+  waitReplicas(partitions: ReadonlyArray<number | null>, replicas: number, timeoutMs: number): Promise<number>;
 }
 
 /** What a mode uses of its link. */
@@ -58,6 +65,7 @@ export function serverMode(link: ModeLink, subscriber: Redis): LinkMode {
     sync: () => subscriber.ping(),
     readInstance: async () => runIdOf(await link.timed('info', command.info('server'))),
     define: (name, keyCount, source) => ({ source, send: definedCommand(command, name, keyCount, source) }),
+    waitReplicas: (_partitions, replicas, timeoutMs) => command.wait(replicas, timeoutMs),
   };
 }
 
@@ -133,7 +141,22 @@ export function clusterMode(link: ModeLink, sharded: ClusterSubscriber): LinkMod
         });
       return { source: guarded, send };
     },
+    // WAIT counts the replicas that confirmed the writes of the connection it is sent on: ioredis keeps one
+    // connection per primary, so it goes to each primary owning a partition written to.
+    waitReplicas: async (partitions, replicas, timeoutMs) => {
+      const cluster = command as unknown as Cluster;
+      const owners = new Set(partitions.map((partition) => cluster.slots[slotOf(partition)]?.[0]));
+      const primaries = cluster.nodes('master').filter(({ options }) => owners.has(`${options.host}:${options.port}`));
+      if (primaries.length < owners.size) return -1; // a slot without a known primary: nothing confirmed
+      const confirmed = await Promise.all(primaries.map((primary) => primary.wait(replicas, timeoutMs)));
+      return Math.min(...confirmed);
+    },
   };
+}
+
+/** The slot of a partition's keys (null: the control keys). */
+function slotOf(partition: number | null): number {
+  return keySlot(`{${partition === null ? CONTROL_TAG : partitionTag(partition)}}`);
 }
 
 /** A script sent through ioredis' defineCommand (EVALSHA, EVAL when Redis lacks it). */

@@ -25,8 +25,8 @@ type Pipeline = Record<string, (...args: unknown[]) => unknown> & {
  */
 export class PartitionBatch {
   private readonly queued: Queued[] = [];
-  /** The links the last {@link exec} wrote to. */
-  private used: RedisLink[] = [];
+  /** The links the last {@link exec} wrote to, each with the partitions it wrote (null: control keys). */
+  private used = new Map<RedisLink, Array<number | null>>();
 
   constructor(private readonly shards: RedisShards) {}
 
@@ -44,7 +44,9 @@ export class PartitionBatch {
     if (this.queued.length === 0) return [];
     const groups = this.shards.groups(this.queued.map(({ partition }) => partition));
     const replies = new Array<BatchReply | undefined>(this.queued.length);
-    this.used = [...new Set(groups.map(([link]) => link))];
+    this.used = new Map();
+    for (const [link, indexes] of groups)
+      this.used.set(link, [...(this.used.get(link) ?? []), ...indexes.map((i) => this.queued[i].partition)]);
     await Promise.all(
       groups.map(async ([link, indexes]) => {
         const pipeline = link.command.pipeline() as unknown as Pipeline;
@@ -58,6 +60,6 @@ export class PartitionBatch {
 
   /** SPEC §13.1 REDIS_WAIT_REPLICAS: every link the batch wrote to has its writes on the replicas (else rejects). */
   async confirmWrites(): Promise<void> {
-    await Promise.all(this.used.map((link) => link.confirmWrites()));
+    await Promise.all([...this.used].map(([link, partitions]) => link.confirmWrites(partitions)));
   }
 }

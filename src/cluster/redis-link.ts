@@ -350,16 +350,23 @@ export class RedisLink {
 
   /**
    * SPEC §13.1 `REDIS_WAIT_REPLICAS`: resolves once the writes this node made
-   * so far on the command connection reached that many replicas (`WAIT`);
+   * so far (on a Redis Cluster: to the primaries owning `partitions`, null
+   * for control keys) reached that many replicas (`WAIT`);
    * ClusterUnavailableError (503) when they did not within REDIS_WAIT_TIMEOUT
    * (the write may still exist: the backend retries). At once when 0.
    */
-  confirmWrites(): Promise<void> {
-    return this.wait.replicas === 0 ? CONFIRMED : this.awaitReplicas(this.wait.replicas, this.wait.timeoutMs);
+  confirmWrites(partitions: ReadonlyArray<number | null>): Promise<void> {
+    return this.wait.replicas === 0
+      ? CONFIRMED
+      : this.awaitReplicas(partitions, this.wait.replicas, this.wait.timeoutMs);
   }
 
-  private async awaitReplicas(replicas: number, timeoutMs: number): Promise<void> {
-    const confirmed = await this.timed('wait', this.command.wait(replicas, timeoutMs)).catch(() => -1);
+  private async awaitReplicas(
+    partitions: ReadonlyArray<number | null>,
+    replicas: number,
+    timeoutMs: number,
+  ): Promise<void> {
+    const confirmed = await this.timed('wait', this.mode.waitReplicas(partitions, replicas, timeoutMs)).catch(() => -1);
     if (confirmed < replicas)
       throw new ClusterUnavailableError(
         'cluster_unavailable',

@@ -546,12 +546,9 @@ describe(loadConfig.name, () => {
       expect(loadConfig({ ...BASE, REDIS_URL: cluster }).redisUrl).toBe(cluster);
     });
 
-    it('refuses it with REDIS_SHARDS, with REDIS_WAIT_REPLICAS, and as a shard', () => {
+    it('refuses it with REDIS_SHARDS and as a shard', () => {
       expect(problemsOf({ ...BASE, REDIS_URL: cluster, REDIS_SHARDS: 'redis://a.test' })).toEqual([
         'REDIS_SHARDS: not with a Redis Cluster (REDIS_URL redis+cluster://): the cluster spreads the partitions over its primaries itself',
-      ]);
-      expect(problemsOf({ ...BASE, REDIS_URL: cluster, REDIS_WAIT_REPLICAS: '1' })).toEqual([
-        'REDIS_WAIT_REPLICAS: not supported with a Redis Cluster yet (REDIS_URL redis+cluster://); leave it 0',
       ]);
       expect(problemsOf({ ...BASE, REDIS_URL: 'redis://a.test', REDIS_SHARDS: `redis://b.test ${cluster}` })).toEqual([
         'REDIS_SHARDS: shard 2: a Redis Cluster cannot be a shard (give it as REDIS_URL, without REDIS_SHARDS)',

@@ -147,11 +147,6 @@ function crossEnvProblems(env: EnvDto, hasFile: boolean): string[] {
       'REDIS_SHARDS: not with a Redis Cluster (REDIS_URL redis+cluster://): the cluster spreads the partitions over its primaries itself',
     );
   }
-  if (isCluster && Number(env.REDIS_WAIT_REPLICAS) !== 0) {
-    problems.push(
-      'REDIS_WAIT_REPLICAS: not supported with a Redis Cluster yet (REDIS_URL redis+cluster://); leave it 0',
-    );
-  }
   const areTimeoutsValid = [env.HTTP_HEADERS_TIMEOUT, env.HTTP_REQUEST_TIMEOUT].every(
     (text) => checkDuration()(text) === null,
   );

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ClusterNames, originHead } from '../cluster/channels';
+import { ClusterNames, originHead, partitionOf } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { KeyedCommand, RedisShards } from '../cluster/redis-shards';
 import { LatticeEntry, decodeEntry, encodeEntry } from './lattice-entry';
@@ -147,7 +147,7 @@ export class LatticeLog {
 
   /** SPEC §13.1: the appends so far reached REDIS_WAIT_REPLICAS replicas, else 503 (ClusterUnavailableError). */
   confirm(namespace: string): Promise<void> {
-    return this.shards.ofName(namespace).confirmWrites();
+    return this.shards.ofName(namespace).confirmWrites([partitionOf(namespace)]);
   }
 
   /** SPEC §13.1: this node applied more of a namespace than Redis now holds. */

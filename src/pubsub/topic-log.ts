@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { ClusterNames, originHead } from '../cluster/channels';
+import { ClusterNames, originHead, partitionOf } from '../cluster/channels';
 import { ClusterUnavailableError } from '../cluster/cluster-unavailable.error';
 import { RedisShards } from '../cluster/redis-shards';
 import type { KeptHistory } from './topic-history';
@@ -189,7 +189,7 @@ export class TopicLog {
 
   /** SPEC §13.1: the appends so far reached REDIS_WAIT_REPLICAS replicas, else 503 (ClusterUnavailableError). */
   confirm(topic: string): Promise<void> {
-    return this.shards.ofName(topic).confirmWrites();
+    return this.shards.ofName(topic).confirmWrites([partitionOf(topic)]);
   }
 
   /**
