@@ -88,6 +88,11 @@ export class ClusterSubscriber extends EventEmitter {
     return this.sharded.primaries;
   }
 
+  /** Each primary (`host:port`) and whether it answered at the last check. */
+  get primaryStates(): ReadonlyArray<readonly [address: string, isUp: boolean]> {
+    return this.sharded.primaryStates;
+  }
+
   /** Read the slot map, retrying with the link's backoff until it answers; `ready` then. */
   async connect(attempt = 0): Promise<void> {
     if (this.status === 'end') return;

@@ -44,6 +44,8 @@ interface LinkSubscriber {
 export class RedisLink {
   readonly command: Redis;
   private readonly subscriber: LinkSubscriber;
+  /** On a Redis Cluster, the subscriber as what it is (it also knows the primaries); null elsewhere. */
+  private readonly sharded: ClusterSubscriber | null;
   /** SPEC §13.2: with Sentinel, both connections stay on the current primary. */
   private readonly primary: PrimaryWatch | null;
   private readonly mode: LinkMode;
@@ -108,6 +110,7 @@ export class RedisLink {
       this.command = createClusterClient(target.options, options);
       const sharded = new ClusterSubscriber(target.options, options, options.retryStrategy as (n: number) => number);
       this.subscriber = sharded;
+      this.sharded = sharded;
       this.primary = null;
       this.mode = clusterMode(this, sharded);
       sharded.on('primaries', (primaries: string) => this.onPrimariesChanged(primaries));
@@ -121,6 +124,7 @@ export class RedisLink {
       // Redis keeps writing each command at once: there the gateway's CPU is the bound, and it costs ~6%.
       this.command = createRedisClient(target, { ...options, enableAutoPipelining: shard !== 'control' });
       this.subscriber = subscriber;
+      this.sharded = null;
       this.primary = new PrimaryWatch(target, this.command, subscriber, metrics.redisFailovers);
       this.mode = serverMode(this, subscriber);
     }
@@ -140,6 +144,16 @@ export class RedisLink {
       const name = typeof channel === 'string' ? channel : channel.toString();
       for (const listener of this.messageListeners) listener(name, message);
     });
+  }
+
+  /**
+   * On a Redis Cluster, each primary (`host:port`) `up` or `down` as it
+   * answered the last check (every second), for readiness (SPEC §13.6); null
+   * on one Redis.
+   */
+  get primaries(): Record<string, 'up' | 'down'> | null {
+    if (this.sharded === null) return null;
+    return Object.fromEntries(this.sharded.primaryStates.map(([address, isUp]) => [address, isUp ? 'up' : 'down']));
   }
 
   /** Both connections ready. */

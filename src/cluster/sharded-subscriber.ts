@@ -60,6 +60,8 @@ export class ShardedSubscriber {
   private primaryIds = new Map<string, string>();
   /** Each primary's `run_id` as last read (`host:port` → run_id): another after a restart (SPEC §13.1). */
   private readonly runIds = new Map<string, string>();
+  /** Whether each primary answered `INFO server` at the last read (`host:port` → answered). */
+  private readonly answered = new Map<string, boolean>();
   /** A command connection per primary, for `INFO server` (a subscriber connection cannot ask). */
   private readonly infoConnections = new Map<string, Redis>();
   /** The primaries' identities, `<node id>:<run_id>` each (12 hex digits of both), sorted and joined ('' before the first read). */
@@ -67,6 +69,8 @@ export class ShardedSubscriber {
   private healing: Promise<void> | null = null;
   private healAgain = false;
   private checkTimer: NodeJS.Timeout | null = null;
+  /** A periodic check runs (a primary that does not answer can hold one past the period). */
+  private isChecking = false;
   private closed = false;
 
   /**
@@ -170,13 +174,20 @@ export class ShardedSubscriber {
     for (const [channel, placement] of this.channels)
       for (const waiter of placement.waiters) waiter.reject(new Error(`closed before ${channel} was subscribed`));
     this.channels.clear();
+    await this.disconnectAll();
+    // A placement round or a check in flight may have opened a connection meanwhile: it ends with them.
+    await this.healing;
+    await this.disconnectAll();
+  }
+
+  private async disconnectAll(): Promise<void> {
     const links = await Promise.allSettled([...this.links.values()]);
     this.links.clear();
     for (const link of links) if (link.status === 'fulfilled') link.value.redis.disconnect();
     for (const connection of this.infoConnections.values()) connection.disconnect();
     this.infoConnections.clear();
     this.command?.disconnect();
-    await this.healing;
+    this.command = null;
   }
 
   /** Run placement rounds until no channel waits for an owner (one loop at a time). */
@@ -202,6 +213,7 @@ export class ShardedSubscriber {
   /** One round: read the slot map, SSUBSCRIBE each waiting slot's channels on its owner. */
   private async placePending(): Promise<void> {
     await this.refreshSlots();
+    if (this.closed) return;
     const bySlot = new Map<number, string[]>();
     for (const [channel, placement] of this.channels)
       if (placement.on === null) bySlot.set(keySlot(channel), [...(bySlot.get(keySlot(channel)) ?? []), channel]);
@@ -305,13 +317,17 @@ export class ShardedSubscriber {
 
   /** Periodic: a primary changed or restarted is heard of; channels whose slot now has another owner are moved there. */
   private async checkSlots(): Promise<void> {
-    if (this.healing !== null || this.closed) return;
+    if (this.isChecking || this.closed) return;
+    this.isChecking = true;
     try {
       await this.refreshSlots(true);
     } catch (err) {
       this.logger.debug(`slot map check failed: ${(err as Error).message}`);
       return;
+    } finally {
+      this.isChecking = false;
     }
+    if (this.healing !== null) return; // the heal loop places what waits, reading the slot map itself
     const stale = [...this.channels].filter(([channel, p]) => p.on !== null && p.on !== this.owners[keySlot(channel)]);
     for (const [channel, placement] of stale) {
       const from = placement.on!;
@@ -346,6 +362,7 @@ export class ShardedSubscriber {
         this.infoConnections.delete(address);
         this.runIds.delete(address);
       }
+    for (const address of this.answered.keys()) if (!this.primaryIds.has(address)) this.answered.delete(address);
     const now = primaries
       .map(
         (address) => `${this.primaryIds.get(address)!.slice(0, 12)}:${(this.runIds.get(address) ?? '').slice(0, 12)}`,
@@ -377,12 +394,19 @@ export class ShardedSubscriber {
         if (this.closed) connection.disconnect(); // closed while it connected: close() could not see it
         const runId = /^run_id:([0-9a-f]+)\r?$/m.exec(await connection.info('server'))?.[1];
         if (runId !== undefined) this.runIds.set(address, runId);
+        this.answered.set(address, true);
         return;
       } catch {
         connection?.disconnect();
         if (this.infoConnections.get(address) === connection) this.infoConnections.delete(address);
       }
     }
+    this.answered.set(address, false);
+  }
+
+  /** Each primary serving slots (`host:port`, sorted) and whether it answered at the last check (every second). */
+  get primaryStates(): ReadonlyArray<readonly [address: string, isUp: boolean]> {
+    return [...this.primaryIds.keys()].sort().map((address) => [address, this.answered.get(address) ?? false]);
   }
 
   /** Read CLUSTER SLOTS from the first known node that answers. */

@@ -163,11 +163,16 @@ describe('cluster mode on a Redis Cluster (SPEC §13.5)', () => {
       await primary.snapshot();
       for (let n = 4; n <= 5; n++) await publish(n);
       await primary.kill();
+      // Readiness names each primary (SPEC §13.6): the killed one down, the others up, the node still ready.
+      const states = (down: number | null) =>
+        Object.fromEntries(own.nodes.map((node) => [`127.0.0.1:${node.port}`, node.port === down ? 'down' : 'up']));
+      await untilPrimaryStates(a.apiUrl, states(primary.port));
       await primary.restart();
       await untilClusterOk(
         own.nodes.map((node) => node.port),
         10_000,
       );
+      await untilPrimaryStates(a.apiUrl, states(null));
       for (let n = 6; n <= 8; n++) await publish(n);
 
       const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
@@ -241,3 +246,19 @@ describe('cluster mode on a Redis Cluster (SPEC §13.5)', () => {
     }
   });
 });
+
+/** Poll a node's /health/ready until its `cluster.primaries` reads `expected` (`host:port` → up or down). */
+async function untilPrimaryStates(apiUrl: string, expected: Record<string, string>): Promise<void> {
+  let body: { status?: string; info?: { cluster?: { primaries?: unknown } } } = {};
+  await waitFor(
+    async () => {
+      const res = await fetch(apiUrl + '/health/ready');
+      body = (await res.json()) as typeof body;
+      const sorted = (states: unknown) => JSON.stringify(Object.entries(states ?? {}).sort());
+      return res.status === 200 && sorted(body.info?.cluster?.primaries) === sorted(expected);
+    },
+    () => `${apiUrl}/health/ready to name the primaries ${JSON.stringify(expected)}: ${JSON.stringify(body)}`,
+    10_000,
+    50,
+  );
+}
