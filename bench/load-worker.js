@@ -152,9 +152,13 @@ function openOne(o, index) {
   if (o.dialect === 'socketio') return openSocketIo(o, index);
   const user = o.userPrefix + index;
   const protocols = o.resumable ? [SUBPROTOCOL, RESUME_OPT_IN] : SUBPROTOCOL;
+  // `o.subscribeInAuth`: the bench upstream answers the authorization with `Gateway-Subscribe: <that topic>`.
+  const query = o.subscribeInAuth
+    ? `user=${user}&subscribe=${encodeURIComponent(o.subscribeInAuth.replace('{user}', user))}`
+    : `user=${user}`;
   return dial(
     o,
-    `${o.url}?user=${user}`,
+    `${o.url}?${query}`,
     protocols,
     index,
     firstFrame((frame, ws) => {

@@ -418,7 +418,10 @@ const connect = {
   rounds: (cfg) => cfg.rounds,
   async round(stack, cfg, opts, state, r) {
     const count = Math.ceil(cfg.count / cfg.rounds);
-    return openAll(stack, count, { userPrefix: `c${r}x` }, { ...opts, openConcurrency: cfg.concurrency });
+    // A connect is the authorization with the user's topic subscribed in its answer (SPEC §15.1), as Socket.IO's
+    // bench connect joins the user's room (baseline/socketio.js); the floor ignores the query.
+    const extra = { userPrefix: `c${r}x`, subscribeInAuth: 'user/{user}' };
+    return openAll(stack, count, extra, { ...opts, openConcurrency: cfg.concurrency });
   },
   summarize(state, rs) {
     const lat = latency(rs.flatMap((r) => r.helloMs));
