@@ -14,18 +14,10 @@
 // (/proc/<pid>/io) over the measured calls. Each gateway gets its own
 // upstream (bench/upstream.js). Not part of `npm run bench`.
 
-const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
-const {
-  parseArgs,
-  untilReady,
-  processUsage: usage,
-  median,
-  openClients,
-  callAll,
-  sleep,
-} = require('./lib/fixed-calls');
+const { parseArgs, processUsage: usage, median, openClients, callAll, sleep } = require('./lib/fixed-calls');
+const { startFixedStack } = require('./lib/fixed-stack');
 
 const ROOT = path.resolve(__dirname, '..');
 const USAGE =
@@ -33,29 +25,10 @@ const USAGE =
 
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU per call. */
 async function measure(mainJs, o) {
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
-    env: { ...process.env, PORT: '0' },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  let gateway = null;
+  const port = 22000 + (process.pid % 500) * 4;
+  const { gateway, stop } = await startFixedStack(mainJs, port);
   const sockets = [];
   try {
-    const upstreamPort = await new Promise((resolve, reject) => {
-      upstream.on('message', (m) => m.ready && resolve(m.port));
-      upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
-    });
-    const port = 22000 + (process.pid % 500) * 4;
-    const env = {
-      ...process.env,
-      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      BACKEND_API_HOST: '127.0.0.1',
-      BACKEND_API_PORT: String(port + 1),
-      LOG_LEVEL: 'error',
-    };
-    gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-    await untilReady(port + 1, gateway, mainJs, 30_000);
     sockets.push(...(await openClients(port, o.connections)));
     await callAll(sockets, o.warmup, o.inflight);
     const before = usage(gateway.pid);
@@ -73,11 +46,7 @@ async function measure(mainJs, o) {
     };
   } finally {
     for (const ws of sockets) ws.terminate();
-    if (gateway !== null) {
-      gateway.kill('SIGKILL');
-      if (gateway.exitCode === null) await new Promise((resolve) => gateway.once('exit', resolve));
-    }
-    upstream.kill('SIGKILL');
+    await stop();
   }
 }
 

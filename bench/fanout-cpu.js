@@ -16,12 +16,12 @@
 // every message. The clients count frames and parse none. Not part of
 // `npm run bench`.
 
-const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const WebSocket = require('ws');
-const { parseArgs, untilReady, processUsage: usage, median, sleep } = require('./lib/fixed-calls');
+const { startFixedStack } = require('./lib/fixed-stack');
+const { parseArgs, processUsage: usage, median, sleep } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
 const PROTOCOL = 'v1.gateway-lattice+json';
@@ -89,29 +89,10 @@ async function publishAll(apiPort, subscribers, count, inflight) {
 
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU and writes per delivery. */
 async function measure(mainJs, o) {
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
-    env: { ...process.env, PORT: '0' },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  let gateway = null;
+  const port = 23000 + (process.pid % 500) * 4;
+  const { gateway, stop } = await startFixedStack(mainJs, port);
   let subscribers = [];
   try {
-    const upstreamPort = await new Promise((resolve, reject) => {
-      upstream.on('message', (m) => m.ready && resolve(m.port));
-      upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
-    });
-    const port = 23000 + (process.pid % 500) * 4;
-    const env = {
-      ...process.env,
-      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      BACKEND_API_HOST: '127.0.0.1',
-      BACKEND_API_PORT: String(port + 1),
-      LOG_LEVEL: 'error',
-    };
-    gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-    await untilReady(port + 1, gateway, mainJs, 30_000);
     subscribers = await openSubscribers(port, port + 1, o.subscribers);
     await publishAll(port + 1, subscribers, o.warmup, o.inflight);
     const before = usage(gateway.pid);
@@ -128,11 +109,7 @@ async function measure(mainJs, o) {
     };
   } finally {
     for (const { ws } of subscribers) ws.terminate();
-    if (gateway !== null) {
-      gateway.kill('SIGKILL');
-      if (gateway.exitCode === null) await new Promise((resolve) => gateway.once('exit', resolve));
-    }
-    upstream.kill('SIGKILL');
+    await stop();
   }
 }
 

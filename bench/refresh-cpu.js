@@ -23,11 +23,11 @@
 // spread plus the connect phase), and CPU per refresh says what one costs.
 // Not part of `npm run bench`.
 
-const { fork, spawn } = require('node:child_process');
 const fs = require('node:fs');
 const path = require('node:path');
 const WebSocket = require('ws');
-const { parseArgs, untilReady, processUsage, sleep } = require('./lib/fixed-calls');
+const { startFixedStack } = require('./lib/fixed-stack');
+const { parseArgs, processUsage, sleep } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
 const PROTOCOLS = ['v1.gateway-lattice+json', 'gateway-resume'];
@@ -77,34 +77,14 @@ async function main() {
   const o = parseArgs(process.argv.slice(2), { connections: 10_000, ttl: 60, inflight: 20, against: null }, USAGE);
   const mainJs = path.join(ROOT, 'dist', 'main.js');
   if (!fs.existsSync(mainJs)) throw new Error(`${mainJs} is missing (npm run build)`);
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
-    env: { ...process.env, PORT: '0' },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
+  const port = 24000 + (process.pid % 500) * 2;
+  const { upstream, gateway, stop } = await startFixedStack(mainJs, port, {
+    PING_INTERVAL: '1h',
+    MAX_CONNECTIONS: String(o.connections + 100),
+    AUTHORIZATION_TTL: `${o.ttl}s`,
   });
-  let gateway = null;
   let sockets = [];
   try {
-    const upstreamPort = await new Promise((resolve, reject) => {
-      upstream.on('message', (m) => m.ready && resolve(m.port));
-      upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
-    });
-    const port = 24000 + (process.pid % 500) * 2;
-    gateway = spawn(process.execPath, [mainJs], {
-      env: {
-        ...process.env,
-        UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-        HOST: '127.0.0.1',
-        PORT: String(port),
-        BACKEND_API_HOST: '127.0.0.1',
-        BACKEND_API_PORT: String(port + 1),
-        LOG_LEVEL: 'error',
-        PING_INTERVAL: '1h',
-        MAX_CONNECTIONS: String(o.connections + 100),
-        AUTHORIZATION_TTL: `${o.ttl}s`,
-      },
-      stdio: ['ignore', 'ignore', 'inherit'],
-    });
-    await untilReady(port + 1, gateway, mainJs, 30_000);
     const pid = gateway.pid;
 
     const firstAt = Date.now();
@@ -152,11 +132,7 @@ async function main() {
     console.log(`refresh ÷ connect (CPU): ${(perRefresh / perConnect).toFixed(2)}`);
   } finally {
     for (const ws of sockets) ws.terminate();
-    if (gateway !== null) {
-      gateway.kill('SIGKILL');
-      if (gateway.exitCode === null) await new Promise((resolve) => gateway.once('exit', resolve));
-    }
-    upstream.kill('SIGKILL');
+    await stop();
   }
 }
 

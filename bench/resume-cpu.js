@@ -23,11 +23,12 @@
 // handshake-floor.js: a raw `ws` server that sends one hello and does nothing
 // else): no resume can cost less. Not part of `npm run bench`.
 
-const { fork, spawn } = require('node:child_process');
+const { spawn } = require('node:child_process');
 const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const WebSocket = require('ws');
+const { startFixedStack } = require('./lib/fixed-stack');
 const { parseArgs, untilReady, processUsage, median, sleep } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
@@ -80,33 +81,14 @@ async function cpuFor(pid, work) {
 }
 
 async function measure(mainJs, o) {
-  const upstream = fork(path.join(__dirname, 'upstream.js'), [], {
-    env: { ...process.env, PORT: '0' },
-    stdio: ['ignore', 'ignore', 'inherit', 'ipc'],
-  });
-  let gateway = null;
+  const port = 23000 + (process.pid % 500) * 4;
+  const env = { RESUME_WINDOW: '2m' };
+  if (o.redis !== null)
+    Object.assign(env, { REDIS_URL: o.redis, REDIS_PREFIX: `bench-resume-${process.pid}-${Date.now()}:` });
+  const { gateway, stop } = await startFixedStack(mainJs, port, env);
   let sessions = [];
   const agent = new http.Agent({ keepAlive: true, maxSockets: 8 });
   try {
-    const upstreamPort = await new Promise((resolve, reject) => {
-      upstream.on('message', (m) => m.ready && resolve(m.port));
-      upstream.once('exit', (code) => reject(new Error(`upstream exited (${code})`)));
-    });
-    const port = 23000 + (process.pid % 500) * 4;
-    const env = {
-      ...process.env,
-      UPSTREAM_URL: `http://127.0.0.1:${upstreamPort}`,
-      HOST: '127.0.0.1',
-      PORT: String(port),
-      BACKEND_API_HOST: '127.0.0.1',
-      BACKEND_API_PORT: String(port + 1),
-      LOG_LEVEL: 'error',
-      RESUME_WINDOW: '2m',
-    };
-    if (o.redis !== null)
-      Object.assign(env, { REDIS_URL: o.redis, REDIS_PREFIX: `bench-resume-${process.pid}-${Date.now()}:` });
-    gateway = spawn(process.execPath, [mainJs], { env, stdio: ['ignore', 'ignore', 'inherit'] });
-    await untilReady(port + 1, gateway, mainJs, 30_000);
     const optIn = [LATTICE, 'gateway-resume'];
     sessions = await pool(o.sessions, o.inflight, (i) => open(port, `s${i}`, optIn));
     await pool(o.sessions, 8, (i) =>
@@ -139,11 +121,7 @@ async function measure(mainJs, o) {
   } finally {
     agent.destroy();
     for (const { ws } of sessions) ws.terminate();
-    if (gateway !== null) {
-      gateway.kill('SIGKILL');
-      if (gateway.exitCode === null) await new Promise((resolve) => gateway.once('exit', resolve));
-    }
-    upstream.kill('SIGKILL');
+    await stop();
   }
 }
 
