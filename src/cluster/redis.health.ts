@@ -22,13 +22,11 @@ export class RedisHealth {
     const state = (isUp: boolean) => (isUp ? 'up' : 'down');
     const data = shards.data.includes(shards.control) ? {} : { shards: shards.data.map((link) => state(link.isUp)) };
     const primaries = shards.control.primaries;
-    return this.indicators
-      .check('cluster')
-      .up({
-        redis: state(shards.control.isUp),
-        ...data,
-        ...(primaries !== null && { primaries }),
-        node_id: this.cluster.nodeId,
-      });
+    return this.indicators.check('cluster').up({
+      redis: state(shards.control.isUp),
+      ...data,
+      ...(primaries !== null && { primaries }),
+      node_id: this.cluster.nodeId,
+    });
   }
 }
