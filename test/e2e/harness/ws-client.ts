@@ -84,15 +84,20 @@ export class WsClient {
     const frame = this.queue.shift();
     if (frame) return Promise.resolve(frame);
     const promise = new Promise<Frame>((resolve) => this.waiters.push(resolve));
-    return within(promise, `a frame (seen so far: ${JSON.stringify(this.frames).slice(0, 500)})`, ms).catch(
-      (err: Error) => {
-        this.waiters.shift();
-        throw err;
-      },
-    );
+    const seen = this.frames.length <= 6 ? JSON.stringify(this.frames).slice(0, 500) : this.seenSummary();
+    return within(promise, `a frame (seen so far: ${seen})`, ms).catch((err: Error) => {
+      this.waiters.shift();
+      throw err;
+    });
   }
 
   /** Connect and await `hello`. */
+  /** Many frames seen: how many, the first two, and the last three (a missing one shows in the count and the tail). */
+  private seenSummary(): string {
+    const [first, last] = [this.frames.slice(0, 2), this.frames.slice(-3)];
+    return `${this.frames.length} frames, first ${JSON.stringify(first).slice(0, 300)} … last ${JSON.stringify(last).slice(0, 500)}`;
+  }
+
   static async hello(baseUrl: string, options: ConnectOptions = {}): Promise<{ client: WsClient; hello: Frame }> {
     const client = await WsClient.connect(baseUrl, options);
     const hello = await client.next();
