@@ -1,5 +1,6 @@
 import { ChildProcess, spawn } from 'node:child_process';
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import * as path from 'node:path';
 import { PROJECT_ROOT } from '../../e2e/harness/child-gateway';
 import { within } from '../../e2e/harness/wait';
@@ -39,6 +40,8 @@ export class GatewayProcess {
   private constructor(
     readonly child: ChildProcess,
     private readonly options: StartOptions,
+    /** Where gc-probe.js writes the heap snapshots asked for (removed at stop unless given by the caller). */
+    private readonly snapshotDir: { readonly path: string; readonly ours: boolean },
   ) {
     this.exited = new Promise((resolve) =>
       child.once('exit', (code, signal) => {
@@ -67,6 +70,8 @@ export class GatewayProcess {
 
   /** Start with `env`; LOG_LEVEL must stay info or debug: the ports come from the info line "gateway started". */
   static async start(env: Record<string, string>, options: StartOptions = {}): Promise<GatewayProcess> {
+    const given = process.env.GC_PROBE_SNAPSHOT_DIR;
+    const snapshotDir = { path: given ?? fs.mkdtempSync(path.join(os.tmpdir(), 'gateway-heap-')), ours: !given };
     const child = spawn(process.execPath, ['--expose-gc', ...(options.nodeArgs ?? []), '-r', GC_PROBE, MAIN_JS], {
       cwd: PROJECT_ROOT,
       env: {
@@ -75,11 +80,13 @@ export class GatewayProcess {
         PORT: '0',
         BACKEND_API_HOST: '127.0.0.1',
         BACKEND_API_PORT: '0',
+        GC_PROBE_SNAPSHOT_DIR: snapshotDir.path,
+        ...(process.env.GC_PROBE_SNAPSHOT_ALL ? { GC_PROBE_SNAPSHOT_ALL: process.env.GC_PROBE_SNAPSHOT_ALL } : {}),
         ...env,
       },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const gateway = new GatewayProcess(child, options);
+    const gateway = new GatewayProcess(child, options, snapshotDir);
     const started = new Promise<LogEntry>((resolve, reject) => {
       gateway.lineListeners.push((entry) => entry.msg === 'gateway started' && resolve(entry));
       child.once('exit', (code, signal) =>
@@ -106,8 +113,24 @@ export class GatewayProcess {
     return Number(kib[1]) * 1024;
   }
 
-  /** Used heap right after two full GCs in the gateway (SIGUSR2 → gc-probe.js). */
+  /**
+   * Used heap right after two full GCs in the gateway (SIGUSR2 → gc-probe.js), less V8's
+   * code spaces: JIT-compiled code grows with how much V8 has optimized, not with state kept.
+   */
   async heapAfterGc(): Promise<number> {
+    const entry = await this.gcProbe();
+    return Number(entry.heap_used) - Number(entry.code_used);
+  }
+
+  /** A heap snapshot taken right after two full GCs; its path (removed when the gateway stops). */
+  async heapSnapshot(): Promise<string> {
+    fs.writeFileSync(path.join(this.snapshotDir.path, 'wanted'), '');
+    const entry = await this.gcProbe();
+    if (typeof entry.snapshot !== 'string') throw new Error('the gc probe wrote no heap snapshot');
+    return entry.snapshot;
+  }
+
+  private async gcProbe(): Promise<LogEntry> {
     const line = new Promise<LogEntry>((resolve) => {
       const listener = (entry: LogEntry): void => {
         if (entry.msg !== 'gc probe') return;
@@ -117,7 +140,7 @@ export class GatewayProcess {
       this.lineListeners.push(listener);
     });
     this.child.kill('SIGUSR2');
-    return Number((await within(line, 'the gc probe line', 20_000)).heap_used);
+    return within(line, 'the gc probe line', 60_000);
   }
 
   /** GET /metrics as name{labels} → value. */
@@ -152,9 +175,11 @@ export class GatewayProcess {
   }
 
   async stop(): Promise<void> {
-    if (this.hasExited) return;
-    this.child.kill('SIGKILL');
-    await this.exit(10_000);
+    if (!this.hasExited) {
+      this.child.kill('SIGKILL');
+      await this.exit(10_000);
+    }
+    if (this.snapshotDir.ours) fs.rmSync(this.snapshotDir.path, { recursive: true, force: true });
   }
 
   private readLines(): void {
