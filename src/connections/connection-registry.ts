@@ -4,6 +4,7 @@ import { GatewayConfig, Handler } from '../config/gateway-config';
 import { GatewayMetrics } from '../metrics/gateway-metrics';
 import type { Moved } from '../cluster/whereabouts';
 import { Connection } from './connection';
+import { SetMap } from './set-map';
 import { newConnectionId } from '../protocol/connection-id';
 
 /** Called once when a connection leaves the registry. */
@@ -18,7 +19,7 @@ export type ConnectionListener = (connection: Connection) => void;
 export class ConnectionRegistry {
   private readonly byId = new Map<string, Connection>();
   /** A user's one connection as itself (the usual case, no Set to hold); two or more in a Set. */
-  private readonly byUser = new Map<string, Connection | Set<Connection>>();
+  private readonly byUser = new SetMap<string, Connection>();
   private readonly removeListeners: ConnectionListener[] = [];
   /** Detached sessions (SPEC §12.2): in the registry, without a socket. */
   private readonly detached = new Set<Connection>();
@@ -104,10 +105,7 @@ export class ConnectionRegistry {
 
   /** Index a connection under its user once authorized. */
   bindUser(connection: Connection, userId: string): void {
-    const held = this.byUser.get(userId);
-    if (held === undefined) this.byUser.set(userId, connection);
-    else if (held instanceof Set) held.add(connection);
-    else if (held !== connection) this.byUser.set(userId, new Set([held, connection]));
+    this.byUser.add(userId, connection);
   }
 
   /** Whether `connection` is still registered (not removed). */
@@ -144,7 +142,7 @@ export class ConnectionRegistry {
     }
     connection.state = 'closed';
     const userId = connection.userId;
-    if (userId !== null) this.unbindUser(connection, userId);
+    if (userId !== null) this.byUser.delete(userId, connection);
     for (const listener of this.removeListeners) listener(connection);
   }
 
@@ -154,8 +152,7 @@ export class ConnectionRegistry {
 
   /** Authorized connections of a user on this node (none when the user has none). */
   ofUser(userId: string): Iterable<Connection> {
-    const held = this.byUser.get(userId);
-    return held === undefined ? NONE : held instanceof Set ? held : [held];
+    return this.byUser.valuesOf(userId) ?? NONE;
   }
 
   /** Whether the user has an authorized connection on this node. */
@@ -169,17 +166,6 @@ export class ConnectionRegistry {
 
   onRemove(listener: ConnectionListener): void {
     this.removeListeners.push(listener);
-  }
-
-  private unbindUser(connection: Connection, userId: string): void {
-    const held = this.byUser.get(userId);
-    if (held === connection) {
-      this.byUser.delete(userId);
-    } else if (held instanceof Set) {
-      held.delete(connection);
-      // Back to the one-connection form.
-      if (held.size === 1) this.byUser.set(userId, held.values().next().value!);
-    }
   }
 }
 

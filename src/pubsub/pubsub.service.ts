@@ -91,8 +91,13 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   }
 
   /** SPEC §15.2: the subscribers of a topic on this node (pending and detached ones included). */
-  subscribersOf(topic: string): ReadonlySet<Connection> | undefined {
-    return this.index.subscribersOf(topic);
+  subscribersOf(topic: string): Iterable<Connection> {
+    return this.index.subscribersOf(topic) ?? NO_CONNECTIONS;
+  }
+
+  /** SPEC §15.2: how many subscribers `topic` has on this node. */
+  subscriberCount(topic: string): number {
+    return this.index.subscriberCount(topic);
   }
 
   /** SPEC §15.2: the topics of a connection (path form). */
@@ -166,10 +171,11 @@ export class PubSubService implements OnModuleInit, OnModuleDestroy {
   }
 
   private leaveIfUnused(topic: string): void {
-    if (this.index.subscribersOf(topic) !== undefined) return;
+    if (this.index.hasSubscribers(topic)) return;
     this.broker.leave('t', topic);
     this.stream.left(topic);
   }
 }
 
 const NO_TOPICS: ReadonlySet<string> = new Set();
+const NO_CONNECTIONS: readonly Connection[] = [];

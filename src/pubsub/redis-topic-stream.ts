@@ -84,7 +84,7 @@ export class RedisTopicStream extends TopicStream {
   async joined(topic: string, subscriber: Connection | null): Promise<void> {
     if (subscriber === null && this.order.knows(topic)) return;
     const position = await this.log.position(topic).catch(() => null);
-    if (position === null || this.subscribers.of(topic) === undefined) return;
+    if (position === null || !this.subscribers.has(topic)) return;
     this.order.startAt(topic, position);
     if (subscriber !== null) this.subscribers.positions.startsAt(subscriber, topic, position);
   }
@@ -140,7 +140,7 @@ export class RedisTopicStream extends TopicStream {
 
   /** A numbered message reached this node: delivered in offset order, a gap filled from the history first (SPEC §12.4). */
   private arrived(topic: string, message: LoggedMessage): void {
-    if (this.subscribers.of(topic) === undefined) return;
+    if (!this.subscribers.has(topic)) return;
     this.follow(topic, this.order.arrive(topic, message));
   }
 
@@ -199,11 +199,11 @@ export class RedisTopicStream extends TopicStream {
 
   /** Each form encoded at most once, and only when some subscriber here takes it. */
   private deliver(topic: string, message: LoggedMessage): void {
-    const subscribers = this.subscribers.of(topic);
-    if (subscribers === undefined) return;
+    const count = this.subscribers.countOf(topic);
+    if (count === 0) return;
     const wire = pathToWire(topic);
     const resumable = this.subscribers.positions.subscriberCount(topic);
-    const frame = resumable < subscribers.size ? encodeMessageFrame(messageFrameHead(wire), message.payload) : null;
+    const frame = resumable < count ? encodeMessageFrame(messageFrameHead(wire), message.payload) : null;
     const positioned =
       resumable > 0
         ? {

@@ -9,6 +9,8 @@ describe(TopicIndex.name, () => {
     expect([...sut.subscribersOf('a/b')!]).toEqual(['c1']);
     expect([...sut.topicsOf('c1')!]).toEqual(['a/b']);
     expect(sut.topicCount).toBe(1);
+    expect(sut.subscriberCount('a/b')).toBe(1);
+    expect(sut.hasSubscribers('a/b')).toBe(true);
   });
 
   it('reports a repeated subscription as not new', () => {
@@ -20,6 +22,8 @@ describe(TopicIndex.name, () => {
     sut.add('t', 'c1');
     expect(sut.remove('t', 'c1')).toBe(true);
     expect(sut.subscribersOf('t')).toBeUndefined();
+    expect(sut.hasSubscribers('t')).toBe(false);
+    expect(sut.subscriberCount('t')).toBe(0);
     expect(sut.topicsOf('c1')).toBeUndefined();
     expect(sut.topicCount).toBe(0);
   });

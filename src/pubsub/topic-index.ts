@@ -1,58 +1,53 @@
+import { SetMap } from '../connections/set-map';
+
 /**
  * Topic ⇄ subscriber index (pure). Generic over the subscriber type so it is
- * unit-testable without sockets.
+ * unit-testable without sockets. Both sides hold a key's one entry as itself
+ * (a per-user topic's one subscriber, a connection's one topic): {@link SetMap}.
  */
 export class TopicIndex<S> {
-  private readonly byTopic = new Map<string, Set<S>>();
-  /** A subscriber's one topic as itself (the usual case, no Set to hold); two or more in a Set. */
-  private readonly bySubscriber = new Map<S, string | Set<string>>();
+  private readonly byTopic = new SetMap<string, S>();
+  private readonly bySubscriber = new SetMap<S, string>();
 
   /** Returns true when the subscription is new. */
   add(topic: string, subscriber: S): boolean {
-    let subs = this.byTopic.get(topic);
-    if (subs === undefined) this.byTopic.set(topic, (subs = new Set()));
-    if (subs.has(subscriber)) return false;
-    subs.add(subscriber);
-    const topics = this.bySubscriber.get(subscriber);
-    if (topics === undefined) this.bySubscriber.set(subscriber, topic);
-    else if (typeof topics === 'string') this.bySubscriber.set(subscriber, new Set([topics, topic]));
-    else topics.add(topic);
+    if (!this.byTopic.add(topic, subscriber)) return false;
+    this.bySubscriber.add(subscriber, topic);
     return true;
   }
 
   /** Returns true when a subscription was removed. */
   remove(topic: string, subscriber: S): boolean {
-    const subs = this.byTopic.get(topic);
-    if (subs === undefined || !subs.delete(subscriber)) return false;
-    if (subs.size === 0) this.byTopic.delete(topic);
-    const topics = this.bySubscriber.get(subscriber)!;
-    if (typeof topics === 'string') {
-      this.bySubscriber.delete(subscriber);
-    } else {
-      topics.delete(topic);
-      // Back to the one-topic form.
-      if (topics.size === 1) this.bySubscriber.set(subscriber, topics.values().next().value!);
-    }
+    if (!this.byTopic.delete(topic, subscriber)) return false;
+    this.bySubscriber.delete(subscriber, topic);
     return true;
   }
 
   /** Drop every subscription of `subscriber`; returns its former topics. */
   removeSubscriber(subscriber: S): string[] {
-    const topics = this.bySubscriber.get(subscriber);
+    const topics = this.bySubscriber.valuesOf(subscriber);
     if (topics === undefined) return [];
-    const list = typeof topics === 'string' ? [topics] : [...topics];
+    const list = [...topics];
     for (const topic of list) this.remove(topic, subscriber);
     return list;
   }
 
-  subscribersOf(topic: string): ReadonlySet<S> | undefined {
-    return this.byTopic.get(topic);
+  /** The subscribers of `topic`; undefined when it has none. Not to be changed while iterated. */
+  subscribersOf(topic: string): Iterable<S> | undefined {
+    return this.byTopic.valuesOf(topic);
+  }
+
+  subscriberCount(topic: string): number {
+    return this.byTopic.countOf(topic);
+  }
+
+  hasSubscribers(topic: string): boolean {
+    return this.byTopic.has(topic);
   }
 
   /** The topics of `subscriber`, in the order subscribed; undefined when it has none. */
   topicsOf(subscriber: S): Iterable<string> | undefined {
-    const topics = this.bySubscriber.get(subscriber);
-    return typeof topics === 'string' ? [topics] : topics;
+    return this.bySubscriber.valuesOf(subscriber);
   }
 
   get topicCount(): number {

@@ -20,9 +20,14 @@ export class TopicSubscribers {
     this.messagesSent = metrics.framesSent.labels('message');
   }
 
-  /** The subscribers of `topic` here, or undefined when it has none. */
-  of(topic: string): ReadonlySet<Connection> | undefined {
-    return this.index.subscribersOf(topic);
+  /** Whether `topic` has a subscriber here. */
+  has(topic: string): boolean {
+    return this.index.hasSubscribers(topic);
+  }
+
+  /** How many subscribers `topic` has here. */
+  countOf(topic: string): number {
+    return this.index.subscriberCount(topic);
   }
 
   /**
@@ -42,6 +47,6 @@ export class TopicSubscribers {
         else connection.sendOrKeep(frame!);
       }
     }
-    this.messagesSent.inc(subscribers.size);
+    this.messagesSent.inc(this.index.subscriberCount(topic));
   }
 }

@@ -183,13 +183,12 @@ export class QueriesService implements OnModuleInit {
   }
 
   private async topicHere(args: ListArgs & { topic: string; ids: boolean }): Promise<TopicPart> {
-    const subscribers = this.pubsub.subscribersOf(args.topic) ?? NO_CONNECTIONS;
-    const slice = args.ids
-      ? nodeSlice(this.queries.nodeId, subscribers, subscribers.size, args, (c: Connection) => c.id)
-      : null;
+    const subscribers = this.pubsub.subscribersOf(args.topic);
+    const count = this.pubsub.subscriberCount(args.topic);
+    const slice = args.ids ? nodeSlice(this.queries.nodeId, subscribers, count, args, (c: Connection) => c.id) : null;
     const users = await distinctUsers(subscribers);
     const userIds = this.queries.isAlone || users.size > USER_IDS_MAX ? null : [...users];
-    return { subscribers: subscribers.size, users: users.size, userIds, slice };
+    return { subscribers: count, users: users.size, userIds, slice };
   }
 
   private infoHere(): NodeInfo {
@@ -210,7 +209,6 @@ export class QueriesService implements OnModuleInit {
   }
 }
 
-const NO_CONNECTIONS: ReadonlySet<Connection> = new Set();
 /** The page slice of sessions held by no node: ':' cannot be in a node id, so no node takes this name. */
 const ORPHANS = ':orphans';
 
