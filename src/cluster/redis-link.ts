@@ -8,6 +8,7 @@ import { createRedisClient, redisTargetOf } from './redis-client';
 import { ClusterSubscriber, createClusterClient } from './redis-cluster-client';
 import { redisErrorCause, redisUrlForLog } from '../config/redis-address';
 import { LinkMode, ScriptSend, clusterMode, serverMode } from './link-modes';
+import { SilenceProbe } from './silence-probe';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
 export type LinkUpListener = () => Promise<void> | void;
@@ -69,10 +70,7 @@ export class RedisLink {
   private isResyncAgain = false;
   /** Epoch ms when the link last went down (null: never was up, or never went down). */
   private downAt: number | null = null;
-  /** Epoch ms of the last message the subscriber received (the idle probe's clock). */
-  private lastHeardAt = Date.now();
-  private probeSentAt: number | null = null;
-  private probeTimer: NodeJS.Timeout | null = null;
+  private probe: SilenceProbe | null = null;
   /** The Redis instance the link last came up on ({@link instance}); '' before the first. */
   private instanceNow = '';
   /** Epoch ms when this node first saw Redis as another instance than before (null: never did). */
@@ -139,8 +137,7 @@ export class RedisLink {
       client.on('error', (err: Error) => this.onError(role, err));
     }
     this.subscriber.on('messageBuffer', (channel: Buffer | string, message: Buffer) => {
-      this.lastHeardAt = Date.now();
-      this.probeSentAt = null;
+      this.probe?.heard();
       const name = typeof channel === 'string' ? channel : channel.toString();
       for (const listener of this.messageListeners) listener(name, message);
     });
@@ -277,25 +274,14 @@ export class RedisLink {
    * both connections are on the current primary (SPEC §13.2).
    */
   startProbe(channel: string, idleMs: number, timeoutMs: number): void {
-    const tick = (): void => {
+    this.probe = new SilenceProbe({
+      isUp: () => this.isUpNow,
+      publishProbe: () => this.mode.publish(channel, 'probe'),
+      reconnect: () => this.subscriber.disconnect(true),
       // Also while down: a resync can hang on a connection left on a silent former primary.
-      void this.primary?.check(timeoutMs);
-      if (!this.isUpNow) return;
-      const now = Date.now();
-      if (this.probeSentAt !== null) {
-        if (now - this.probeSentAt < timeoutMs) return;
-        this.logger.warn({ msg: 'redis subscriber silent: reconnecting it', silent_ms: now - this.lastHeardAt });
-        this.probeSentAt = null;
-        this.lastHeardAt = now;
-        this.subscriber.disconnect(true);
-        return;
-      }
-      if (now - this.lastHeardAt < idleMs) return;
-      this.probeSentAt = now;
-      this.mode.publish(channel, 'probe').catch(() => undefined);
-    };
-    this.probeTimer = setInterval(tick, Math.max(10, Math.min(idleMs, timeoutMs) / 2));
-    this.probeTimer.unref();
+      onTick: () => void this.primary?.check(timeoutMs),
+    });
+    this.probe.start(idleMs, timeoutMs);
   }
 
   /** Listen to `channel` from now on, across reconnects; resolves when Redis acknowledged (at once while down). */
@@ -400,7 +386,7 @@ export class RedisLink {
 
   async close(): Promise<void> {
     this.isClosing = true;
-    if (this.probeTimer !== null) clearInterval(this.probeTimer);
+    this.probe?.stop();
     await Promise.all([this.command.quit().catch(() => undefined), this.subscriber.quit().catch(() => undefined)]);
     this.command.disconnect();
     this.subscriber.disconnect();
