@@ -1,4 +1,5 @@
 import { Counter, Gauge, Histogram, Metric, Registry, collectDefaultMetrics } from 'prom-client';
+import { TalliedCounter } from './tallied-counter';
 
 /** Upstream request kinds (SPEC §10 label `kind`). */
 export type UpstreamKind = 'auth' | 'call' | 'inactive';
@@ -30,20 +31,20 @@ export class GatewayMetrics {
     help: 'WebSocket connections accepted',
     registers: [this.registry],
   });
-  readonly auth = new Counter({
+  readonly auth = new TalliedCounter({
     name: 'gateway_auth_total',
     help: 'Authorization outcomes',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
   /** SPEC §14: refresh answers (`failed` counts each attempt that will be retried or gives up). */
-  readonly authRefreshes = new Counter({
+  readonly authRefreshes = new TalliedCounter({
     name: 'gateway_auth_refreshes_total',
     help: 'Authorization refreshes by result: ok, changed, refused, failed',
     labelNames: ['result'] as const,
     registers: [this.registry],
   });
-  readonly upstreamRequests = new Counter({
+  readonly upstreamRequests = new TalliedCounter({
     name: 'gateway_upstream_requests_total',
     help: 'Upstream requests by destination, kind and outcome',
     labelNames: ['destination', 'kind', 'outcome'] as const,
@@ -56,19 +57,19 @@ export class GatewayMetrics {
     buckets: [0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30],
     registers: [this.registry],
   });
-  readonly framesSent = new Counter({
+  readonly framesSent = new TalliedCounter({
     name: 'gateway_frames_sent_total',
     help: 'Frames sent to clients by type',
     labelNames: ['type'] as const,
     registers: [this.registry],
   });
-  readonly clientFrames = new Counter({
+  readonly clientFrames = new TalliedCounter({
     name: 'gateway_client_frames_total',
     help: 'Frames received from clients by outcome',
     labelNames: ['outcome'] as const,
     registers: [this.registry],
   });
-  readonly backendApiRequests = new Counter({
+  readonly backendApiRequests = new TalliedCounter({
     name: 'gateway_backend_api_requests_total',
     help: 'Backend API requests by endpoint and status',
     labelNames: ['endpoint', 'status'] as const,
@@ -84,7 +85,7 @@ export class GatewayMetrics {
     help: 'Lattice namespaces held on this node',
     registers: [this.registry],
   });
-  readonly handshakesRefused = new Counter({
+  readonly handshakesRefused = new TalliedCounter({
     name: 'gateway_handshakes_refused_total',
     help: 'WebSocket handshakes refused before the upgrade, by reason: path (404), subprotocol (400), origin (403), limit (503), resume_rate (429)',
     labelNames: ['reason'] as const,
@@ -102,7 +103,7 @@ export class GatewayMetrics {
     help: 'Resumable sessions waiting for their client (SPEC §12.2)',
     registers: [this.registry],
   });
-  readonly resumes = new Counter({
+  readonly resumes = new TalliedCounter({
     name: 'gateway_resumes_total',
     help: 'Resume attempts by result: resumed, expired (the session had ended), invalid (unknown token or unreadable offer)',
     labelNames: ['result'] as const,
@@ -149,7 +150,7 @@ export class GatewayMetrics {
     buckets: [0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1, 5],
     registers: [],
   });
-  readonly brokerMessages = new Counter({
+  readonly brokerMessages = new TalliedCounter({
     name: 'gateway_broker_messages_total',
     help: 'Messages between nodes by direction (in, out) and kind (topic, lattice, user, command, ack)',
     labelNames: ['direction', 'kind'] as const,
