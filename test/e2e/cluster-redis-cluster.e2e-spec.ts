@@ -5,11 +5,10 @@ import { TestGateway, startTestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { RedisServer, redisCall, untilClusterOk } from './harness/redis-server';
 import { RedisCluster, startRedisCluster } from './harness/redis-topologies';
-import { optIn, positionOf } from './harness/resume';
+import { expectEightAcrossRollback, optIn, positionOf } from './harness/resume';
 import { expectPut } from './harness/v1';
-import { expectNothingMore } from './harness/barrier';
 import { waitFor } from './harness/wait';
-import { Frame, WsClient } from './harness/ws-client';
+import { WsClient } from './harness/ws-client';
 
 /**
  * SPEC §13.5 on a private three-primary Redis Cluster, whatever the run's
@@ -175,29 +174,7 @@ describe('cluster mode on a Redis Cluster (SPEC §13.5)', () => {
       await untilPrimaryStates(a.apiUrl, states(null));
       for (let n = 6; n <= 8; n++) await publish(n);
 
-      const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
-      const frames = async (client: WsClient): Promise<Frame[]> => {
-        const out: Frame[] = [];
-        while (out.length < numbers.length) out.push(await client.next(5000));
-        return out;
-      };
-      for (const legacy of [legacyA, legacyB]) {
-        expect(await frames(legacy.client)).toEqual(numbers.map((n) => ['message', { topic }, { n }]));
-        await expectNothingMore(legacy.client);
-      }
-      for (const resumable of [resumableA, resumableB]) {
-        const got = await frames(resumable.client);
-        expect(got.map((frame) => frame[2])).toEqual(numbers.map((n) => ({ n })));
-        const positions = got.map((frame) => positionOf(frame, topic));
-        const [before, after] = [positions.slice(0, 5), positions.slice(5)];
-        // (epoch, offset) names one message forever (SPEC §13.1): after the restart, another epoch.
-        expect(before.map(([offset]) => offset)).toEqual([1, 2, 3, 4, 5]);
-        expect(new Set(before.map(([, epoch]) => epoch)).size).toBe(1);
-        expect(new Set(after.map(([, epoch]) => epoch)).size).toBe(1);
-        expect(after[0][1]).not.toBe(before[0][1]);
-        expect(after.map(([offset]) => offset)).toEqual([1, 2, 3]);
-        await expectNothingMore(resumable.client);
-      }
+      await expectEightAcrossRollback(topic, [legacyA.client, legacyB.client], [resumableA.client, resumableB.client]);
     } finally {
       await cluster?.close();
       cluster = null;

@@ -4,7 +4,15 @@ import { TestGateway } from './harness/gateway';
 import { api } from './harness/http';
 import { scrapeMetrics } from './harness/metrics';
 import { RedisServer } from './harness/redis-server';
-import { Position, dropConnection, helloMeta, optIn, positionOf, resumeProtocols } from './harness/resume';
+import {
+  Position,
+  dropConnection,
+  expectEightAcrossRollback,
+  helloMeta,
+  optIn,
+  positionOf,
+  resumeProtocols,
+} from './harness/resume';
 import { Frame, WsClient } from './harness/ws-client';
 import { expectPut } from './harness/v1';
 import { expectNothingMore } from './harness/barrier';
@@ -79,24 +87,7 @@ describe('cluster: Redis that rolls back (SPEC §13.1)', () => {
     await rollBack();
     for (let n = 6; n <= 8; n++) await publish(through(n), n);
 
-    const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
-    for (const legacy of [legacyA, legacyB]) {
-      expect(await frames(legacy.client, 8)).toEqual(numbers.map((n) => ['message', { topic: 'room' }, { n }]));
-      await expectNothingMore(legacy.client);
-    }
-    for (const resumable of [resumableA, resumableB]) {
-      const got = await frames(resumable.client, 8);
-      expect(got.map((frame) => frame[2])).toEqual(numbers.map((n) => ({ n })));
-      const positions = got.map((frame) => positionOf(frame, 'room'));
-      const [before, after] = [positions.slice(0, 5), positions.slice(5)];
-      // (epoch, offset) names one message forever: after the rollback, another epoch.
-      expect(before.map(([offset]) => offset)).toEqual([1, 2, 3, 4, 5]);
-      expect(new Set(before.map(([, epoch]) => epoch)).size).toBe(1);
-      expect(new Set(after.map(([, epoch]) => epoch)).size).toBe(1);
-      expect(after[0][1]).not.toBe(before[0][1]);
-      expect(after.map(([offset]) => offset)).toEqual([1, 2, 3]);
-      await expectNothingMore(resumable.client);
-    }
+    await expectEightAcrossRollback('room', [legacyA.client, legacyB.client], [resumableA.client, resumableB.client]);
     const rollbacks = await Promise.all(
       [a, b].map(async (node) => (await scrapeMetrics(node.apiUrl)).value('gateway_redis_rollbacks_total')),
     );

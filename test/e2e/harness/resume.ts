@@ -1,3 +1,4 @@
+import { expectNothingMore } from './barrier';
 import { FakeUpstream } from './fake-upstream';
 import { TestGateway } from './gateway';
 import { connectionIdOf } from './v1';
@@ -91,6 +92,41 @@ export function positionOf(frame: Frame, topic: string): Position {
   if (frame[0] !== 'message' || frame[1].topic !== topic)
     throw new Error(`expected a message on ${topic}, got ${JSON.stringify(frame)}`);
   return [frame[1].offset as number, frame[1].epoch as string];
+}
+
+/**
+ * SPEC §13.1 across a rollback (or a restart) between messages 5 and 6 of
+ * `{ n: 1..8 }` on `topic`: each legacy client got the eight once, in order;
+ * each resumable one too, 1-5 at offsets 1-5 of one epoch and 6-8 at offsets
+ * 1-3 of another ((epoch, offset) names one message forever); nothing more.
+ */
+export async function expectEightAcrossRollback(
+  topic: string,
+  legacy: readonly WsClient[],
+  resumable: readonly WsClient[],
+): Promise<void> {
+  const numbers = [1, 2, 3, 4, 5, 6, 7, 8];
+  const eight = async (client: WsClient): Promise<Frame[]> => {
+    const out: Frame[] = [];
+    while (out.length < numbers.length) out.push(await client.next(5000));
+    return out;
+  };
+  for (const client of legacy) {
+    expect(await eight(client)).toEqual(numbers.map((n) => ['message', { topic }, { n }]));
+    await expectNothingMore(client);
+  }
+  for (const client of resumable) {
+    const got = await eight(client);
+    expect(got.map((frame) => frame[2])).toEqual(numbers.map((n) => ({ n })));
+    const positions = got.map((frame) => positionOf(frame, topic));
+    const [before, after] = [positions.slice(0, 5), positions.slice(5)];
+    expect(before.map(([offset]) => offset)).toEqual([1, 2, 3, 4, 5]);
+    expect(new Set(before.map(([, epoch]) => epoch)).size).toBe(1);
+    expect(new Set(after.map(([, epoch]) => epoch)).size).toBe(1);
+    expect(after[0][1]).not.toBe(before[0][1]);
+    expect(after.map(([offset]) => offset)).toEqual([1, 2, 3]);
+    await expectNothingMore(client);
+  }
 }
 
 /** Drop the TCP connection without a close frame, as a network loss does, and await the local close. */
