@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import * as path from 'node:path';
 import { freePort } from './ports';
-import { RedisServer, redisCommand, redisInfo, redisRole } from './redis-server';
+import { RedisServer, redisCall, redisCommand, redisInfo, redisRole } from './redis-server';
 import { waitFor } from './wait';
 
 const HOST = '127.0.0.1';
@@ -107,17 +107,20 @@ export class RedisSentinel {
   }
 
   /**
-   * Start the killed node again on its port, empty; resolves once the
-   * sentinels made it a replica of the new primary, in sync, and know it: a
-   * failover could take place again. The sentinels convert a node that comes
-   * back as a primary only once it has been up for four publish periods (8 s)
-   * and their INFO poll of a replica (every 10 s) has seen it, so this can
-   * take about 20 s before the sync even starts: hence the 45 s bound.
+   * Start the killed node again on its port, empty, and make it a replica of
+   * the new primary; resolves once it is in sync and every sentinel knows it:
+   * a failover could take place again. The sentinels would convert it
+   * themselves, but only once it has been up for four publish periods (8 s)
+   * and their INFO poll of a replica (every 10 s) has seen it: about 20 s
+   * before the sync even starts, which under load outran a 45 s bound. The
+   * harness says REPLICAOF at once, as an operator bringing a node back does.
    */
   async restartKilled(ms = 45_000): Promise<void> {
     if (this.killed === null) throw new Error('no killed node to restart');
-    await this.killed.restart();
+    const node = this.killed;
+    await node.restart();
     this.killed = null;
+    await redisCall(node.port, ['REPLICAOF', HOST, String(this.primaryPort)]);
     await this.untilReplicaOnline(ms);
     await this.untilSentinelsReady(ms);
   }
