@@ -22,8 +22,8 @@ class RecordingStream extends Writable {
   }
 }
 
-/** Resolves once the ticks scheduled so far (the uncork included) have run. */
-const tickEnd = (): Promise<void> => new Promise((resolve) => process.nextTick(resolve));
+/** Resolves once the tick has ended: the immediates scheduled so far (the uncork included) have run. */
+const tickEnd = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
 
 describe('TickWrites (issue 33: coalesced writes)', () => {
   /** Each stream's frames, sent with the tick it last got a frame in, as Connection.send does. */
@@ -105,6 +105,20 @@ describe('TickWrites (issue 33: coalesced writes)', () => {
     expect(stream.writes).toEqual([['a'], ['b', 'c']]);
     await tickEnd();
     expect(stream.writes).toEqual([['a'], ['b', 'c'], ['d']]);
+  });
+
+  it('frames sent by separate callbacks of one event-loop phase share a tick: the second and later leave in one write', async () => {
+    const send = sender(new TickWrites());
+    const stream = new RecordingStream();
+    // Two timers due together run in one timers phase, each with its own process.nextTick and
+    // promise jobs after it, as the I/O callbacks of one poll phase do (publishes, upstream replies).
+    const callbacks = ['a', 'b', 'c'].map(
+      (frame) => new Promise<void>((resolve) => setTimeout(() => resolve(send(stream, frame)), 0)),
+    );
+    await Promise.all(callbacks);
+    expect(stream.writes).toEqual([['a']]);
+    await tickEnd();
+    expect(stream.writes).toEqual([['a'], ['b', 'c']]);
   });
 
   /** A real ws server socket and its client over loopback, for `fn`; both closed after. */

@@ -16,14 +16,18 @@ export const NO_TICK = -1;
 
 /**
  * Coalesced writes (issue 33): the frames sent to one socket within one tick
- * leave in at most two writes, whatever their number. The first frame of a
+ * leave in at most two writes, whatever their number. A tick runs until the
+ * event loop's check phase (setImmediate): the I/O callbacks of one poll phase
+ * (several publish requests, several upstream replies read together) share it,
+ * with their promise jobs and the timers before them. The first frame of a
  * tick is written at once, as before: a socket that gets one frame in a tick
  * (a fan-out, a call's reply) waits for nothing. From its second frame in the
- * same tick on, the socket's stream is corked; once the tick's code, promise
- * jobs included, has run (process.nextTick) every stream corked in it is
- * uncorked, and Node hands the held chunks to the kernel in one writev. ws
- * frames each message on its own, so the wire carries the same WebSocket
- * messages, in the same order.
+ * same tick on, the socket's stream is corked; at the check phase every stream
+ * corked in the tick is uncorked, and Node hands the held chunks to the kernel
+ * in one writev. A pending immediate keeps the poll phase from blocking, so
+ * held frames wait for the callbacks already due, never for new I/O. ws frames
+ * each message on its own, so the wire carries the same WebSocket messages,
+ * in the same order.
  *
  * Bytes held until the tick ends count in ws' `bufferedAmount`, as bytes
  * accepted and not yet written (SPEC §9); {@link writeNow} offers them to the
@@ -50,7 +54,7 @@ export class TickWrites {
   beforeFrame(stream: Writable, lastTick: number): number {
     if (!this.isTickOpen) {
       this.isTickOpen = true;
-      process.nextTick(this.endTick);
+      setImmediate(this.endTick);
     } else if (lastTick === this.tick && stream.writableCorked === 0) {
       stream.cork();
       this.corked.push(stream);
