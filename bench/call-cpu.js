@@ -16,8 +16,8 @@
 
 const fs = require('node:fs');
 const path = require('node:path');
-const { parseArgs, processUsage: usage, median, openClients, callAll, sleep } = require('./lib/fixed-calls');
-const { startFixedStack } = require('./lib/fixed-stack');
+const { parseArgs, median, openClients, callAll, sleep } = require('./lib/fixed-calls');
+const { measureFixedWork } = require('./lib/fixed-stack');
 
 const ROOT = path.resolve(__dirname, '..');
 const USAGE =
@@ -26,28 +26,15 @@ const USAGE =
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU per call. */
 async function measure(mainJs, o) {
   const port = 22000 + (process.pid % 500) * 4;
-  const { gateway, stop } = await startFixedStack(mainJs, port);
-  const sockets = [];
-  try {
-    sockets.push(...(await openClients(port, o.connections)));
-    await callAll(sockets, o.warmup, o.inflight);
-    const before = usage(gateway.pid);
-    const startedAt = performance.now();
-    await callAll(sockets, o.calls, o.inflight);
-    const wallMs = performance.now() - startedAt;
-    const after = usage(gateway.pid);
-    const calls = o.connections * o.calls;
-    return {
-      userUs: (after.userUs - before.userUs) / calls,
-      systemUs: (after.systemUs - before.systemUs) / calls,
-      reads: (after.reads - before.reads) / calls,
-      writes: (after.writes - before.writes) / calls,
-      callsPerSec: (1000 * calls) / wallMs,
-    };
-  } finally {
-    for (const ws of sockets) ws.terminate();
-    await stop();
-  }
+  return measureFixedWork(mainJs, port, o.connections * o.calls, {
+    async prepare() {
+      const sockets = await openClients(port, o.connections);
+      await callAll(sockets, o.warmup, o.inflight);
+      return sockets;
+    },
+    work: (sockets) => callAll(sockets, o.calls, o.inflight),
+    release: (sockets) => sockets.forEach((ws) => ws.terminate()),
+  });
 }
 
 async function main() {
@@ -65,7 +52,7 @@ async function main() {
       const r = await measure(file, o);
       results[name].push(r);
       console.log(
-        `${run} | ${name} | ${r.userUs.toFixed(1)} | ${r.systemUs.toFixed(1)} | ${r.reads.toFixed(3)} | ${r.writes.toFixed(3)} | ${Math.round(r.callsPerSec)}`,
+        `${run} | ${name} | ${r.userUs.toFixed(1)} | ${r.systemUs.toFixed(1)} | ${r.reads.toFixed(3)} | ${r.writes.toFixed(3)} | ${Math.round(r.perSec)}`,
       );
       await sleep(1000);
     }

@@ -20,8 +20,8 @@ const fs = require('node:fs');
 const http = require('node:http');
 const path = require('node:path');
 const WebSocket = require('ws');
-const { startFixedStack } = require('./lib/fixed-stack');
-const { parseArgs, processUsage: usage, median, sleep } = require('./lib/fixed-calls');
+const { measureFixedWork } = require('./lib/fixed-stack');
+const { parseArgs, median, sleep } = require('./lib/fixed-calls');
 
 const ROOT = path.resolve(__dirname, '..');
 const PROTOCOL = 'v1.gateway-lattice+json';
@@ -90,27 +90,15 @@ async function publishAll(apiPort, subscribers, count, inflight) {
 /** One measured run of `mainJs`: its own upstream, its own clients; CPU and writes per delivery. */
 async function measure(mainJs, o) {
   const port = 23000 + (process.pid % 500) * 4;
-  const { gateway, stop } = await startFixedStack(mainJs, port);
-  let subscribers = [];
-  try {
-    subscribers = await openSubscribers(port, port + 1, o.subscribers);
-    await publishAll(port + 1, subscribers, o.warmup, o.inflight);
-    const before = usage(gateway.pid);
-    const startedAt = performance.now();
-    await publishAll(port + 1, subscribers, o.publishes, o.inflight);
-    const wallMs = performance.now() - startedAt;
-    const after = usage(gateway.pid);
-    const deliveries = o.subscribers * o.publishes;
-    return {
-      userUs: (after.userUs - before.userUs) / deliveries,
-      systemUs: (after.systemUs - before.systemUs) / deliveries,
-      writes: (after.writes - before.writes) / deliveries,
-      perSec: (1000 * deliveries) / wallMs,
-    };
-  } finally {
-    for (const { ws } of subscribers) ws.terminate();
-    await stop();
-  }
+  return measureFixedWork(mainJs, port, o.subscribers * o.publishes, {
+    async prepare() {
+      const subscribers = await openSubscribers(port, port + 1, o.subscribers);
+      await publishAll(port + 1, subscribers, o.warmup, o.inflight);
+      return subscribers;
+    },
+    work: (subscribers) => publishAll(port + 1, subscribers, o.publishes, o.inflight),
+    release: (subscribers) => subscribers.forEach(({ ws }) => ws.terminate()),
+  });
 }
 
 async function main() {

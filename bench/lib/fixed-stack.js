@@ -4,7 +4,7 @@
 
 const { fork, spawn } = require('node:child_process');
 const path = require('node:path');
-const { untilReady } = require('./fixed-calls');
+const { untilReady, processUsage } = require('./fixed-calls');
 
 /**
  * The bench upstream (forked; it names its port) and the gateway `mainJs` on
@@ -52,4 +52,34 @@ async function startFixedStack(mainJs, port, env = {}) {
   }
 }
 
-module.exports = { startFixedStack };
+/**
+ * One measured run of fixed work on the gateway `mainJs` (started on `port`
+ * with `env`): `prepare(port)` opens clients and warms up and returns the
+ * state `work(state)` and `release(state)` take; over `work` only, the
+ * gateway process's user and system µs, read and write syscalls per unit of
+ * `units`, and units per second of wall time.
+ */
+async function measureFixedWork(mainJs, port, units, { prepare, work, release }, env = {}) {
+  const { gateway, stop } = await startFixedStack(mainJs, port, env);
+  let state = null;
+  try {
+    state = await prepare(port);
+    const before = processUsage(gateway.pid);
+    const startedAt = performance.now();
+    await work(state);
+    const wallMs = performance.now() - startedAt;
+    const after = processUsage(gateway.pid);
+    return {
+      userUs: (after.userUs - before.userUs) / units,
+      systemUs: (after.systemUs - before.systemUs) / units,
+      reads: (after.reads - before.reads) / units,
+      writes: (after.writes - before.writes) / units,
+      perSec: (1000 * units) / wallMs,
+    };
+  } finally {
+    if (state !== null) release(state);
+    await stop();
+  }
+}
+
+module.exports = { startFixedStack, measureFixedWork };
