@@ -29,37 +29,42 @@ export const COMPACT_AFTER_ENTRIES = 1000;
 // rolled back, so versions of the old epoch may have been applied by nodes already; a new epoch makes
 // every holder re-read and merge its copy back, and no version is ever reused within an epoch).
 const APPEND = `
-local m = redis.call('HMGET', KEYS[1], 'e', 'r')
+local meta, log, snap = KEYS[1], KEYS[2], KEYS[3]
+local origin, entry, retention, freshEpoch, channel, instance = unpack(ARGV)
+local m = redis.call('HMGET', meta, 'e', 'r')
 local e = m[1]
 if not e then
-  e = ARGV[4]
-  redis.call('HSET', KEYS[1], 'e', e, 'v', 0, 's', 0, 'r', ARGV[6])
-elseif m[2] ~= ARGV[6] then
-  e = ARGV[4]
-  redis.call('HSET', KEYS[1], 'e', e, 'r', ARGV[6])
+  e = freshEpoch
+  redis.call('HSET', meta, 'e', e, 'v', 0, 's', 0, 'r', instance)
+elseif m[2] ~= instance then
+  e = freshEpoch
+  redis.call('HSET', meta, 'e', e, 'r', instance)
 end
-local v = redis.call('HINCRBY', KEYS[1], 'v', 1)
-redis.call('XADD', KEYS[2], v .. '-1', 'x', ARGV[2])
-for i = 1, 3 do redis.call('PEXPIRE', KEYS[i], ARGV[3]) end
-redis.call('PUBLISH', ARGV[5], ARGV[1] .. '{"e":"' .. e .. '","v":' .. v .. ',"x":' .. ARGV[2] .. '}')
-return {e, v, tonumber(redis.call('HGET', KEYS[1], 's'))}`;
+local v = redis.call('HINCRBY', meta, 'v', 1)
+redis.call('XADD', log, v .. '-1', 'x', entry)
+for _, key in ipairs({meta, log, snap}) do redis.call('PEXPIRE', key, retention) end
+redis.call('PUBLISH', channel, origin .. '{"e":"' .. e .. '","v":' .. v .. ',"x":' .. entry .. '}')
+return {e, v, tonumber(redis.call('HGET', meta, 's'))}`;
 
 // KEYS: meta, log, snap. Returns {epoch, version, snapshot version, snapshot or false, entries} or {}.
 const READ = `#!lua flags=no-writes
-local m = redis.call('HMGET', KEYS[1], 'e', 'v', 's')
+local meta, log, snap = KEYS[1], KEYS[2], KEYS[3]
+local m = redis.call('HMGET', meta, 'e', 'v', 's')
 if not m[1] then return {} end
 local s = tonumber(m[3])
-return {m[1], tonumber(m[2]), s, redis.call('GET', KEYS[3]), redis.call('XRANGE', KEYS[2], (s + 1) .. '-0', '+')}`;
+return {m[1], tonumber(m[2]), s, redis.call('GET', snap), redis.call('XRANGE', log, (s + 1) .. '-0', '+')}`;
 
 // KEYS: meta, log, snap. ARGV: epoch, version K, snapshot entry JSON. Keeps the newest snapshot only.
 const COMPACT = `
-local m = redis.call('HMGET', KEYS[1], 'e', 's')
-if m[1] ~= ARGV[1] or tonumber(m[2]) >= tonumber(ARGV[2]) then return 0 end
-redis.call('SET', KEYS[3], ARGV[3])
-local ttl = redis.call('PTTL', KEYS[1])
-if ttl > 0 then redis.call('PEXPIRE', KEYS[3], ttl) end
-redis.call('HSET', KEYS[1], 's', ARGV[2])
-redis.call('XTRIM', KEYS[2], 'MINID', (tonumber(ARGV[2]) + 1) .. '-0')
+local meta, log, snap = KEYS[1], KEYS[2], KEYS[3]
+local epoch, version, snapshot = ARGV[1], tonumber(ARGV[2]), ARGV[3]
+local m = redis.call('HMGET', meta, 'e', 's')
+if m[1] ~= epoch or tonumber(m[2]) >= version then return 0 end
+redis.call('SET', snap, snapshot)
+local ttl = redis.call('PTTL', meta)
+if ttl > 0 then redis.call('PEXPIRE', snap, ttl) end
+redis.call('HSET', meta, 's', version)
+redis.call('XTRIM', log, 'MINID', (version + 1) .. '-0')
 return 1`;
 
 const NOT_APPENDED = new ClusterUnavailableError(

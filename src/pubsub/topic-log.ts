@@ -33,45 +33,49 @@ export interface LogPosition extends TopicPosition<string> {
 // of payload (hash field 'b'), the oldest going first. The message goes to the topic channel in the
 // same step, so every node sees the offsets in the order the history stores them.
 const APPEND = `
-local m = redis.call('HMGET', KEYS[1], 'e', 'b', 'r')
+local position, stream = KEYS[1], KEYS[2]
+local origin, payload, historySize, ttl, freshEpoch, channel, instance, maxBytes = unpack(ARGV)
+local m = redis.call('HMGET', position, 'e', 'b', 'r')
 local e = m[1]
-if not e or m[3] ~= ARGV[7] then
-  e = ARGV[5]
+if not e or m[3] ~= instance then
+  e = freshEpoch
   m[2] = nil
-  redis.call('DEL', KEYS[1], KEYS[2])
-  redis.call('HSET', KEYS[1], 'e', e, 'r', ARGV[7])
+  redis.call('DEL', position, stream)
+  redis.call('HSET', position, 'e', e, 'r', instance)
 end
-local o = redis.call('HINCRBY', KEYS[1], 'o', 1)
-redis.call('PEXPIRE', KEYS[1], ARGV[4])
-local size = tonumber(ARGV[3])
+local o = redis.call('HINCRBY', position, 'o', 1)
+redis.call('PEXPIRE', position, ttl)
+local size = tonumber(historySize)
 if size > 0 then
-  redis.call('XADD', KEYS[2], o .. '-0', 'p', ARGV[2])
-  local b, n = tonumber(m[2] or '0') + #ARGV[2], redis.call('XLEN', KEYS[2])
-  while n > 0 and (n > size or b > tonumber(ARGV[8])) do
-    local oldest = redis.call('XRANGE', KEYS[2], '-', '+', 'COUNT', 1)[1]
+  redis.call('XADD', stream, o .. '-0', 'p', payload)
+  local b, n = tonumber(m[2] or '0') + #payload, redis.call('XLEN', stream)
+  while n > 0 and (n > size or b > tonumber(maxBytes)) do
+    local oldest = redis.call('XRANGE', stream, '-', '+', 'COUNT', 1)[1]
     b = b - #oldest[2][2]
-    redis.call('XDEL', KEYS[2], oldest[1])
+    redis.call('XDEL', stream, oldest[1])
     n = n - 1
   end
   if n == 0 then b = 0 end
-  redis.call('HSET', KEYS[1], 'b', b)
-  redis.call('PEXPIRE', KEYS[2], ARGV[4])
+  redis.call('HSET', position, 'b', b)
+  redis.call('PEXPIRE', stream, ttl)
 end
-redis.call('PUBLISH', ARGV[6], ARGV[1] .. '#' .. o .. ' ' .. e .. ' ' .. ARGV[2])
+redis.call('PUBLISH', channel, origin .. '#' .. o .. ' ' .. e .. ' ' .. payload)
 return {e, o}`;
 
 // KEYS: position hash, stream. ARGV: after offset (exclusive), last offset wanted ('+' = to the end).
 // Returns {epoch, offset, instance, entries} or {} when Redis holds no history for the topic.
 const READ = `#!lua flags=no-writes
-local m = redis.call('HMGET', KEYS[1], 'e', 'o', 'r')
+local position, stream = KEYS[1], KEYS[2]
+local after, upTo = ARGV[1], ARGV[2]
+local m = redis.call('HMGET', position, 'e', 'o', 'r')
 if not m[1] then return {} end
 local o = tonumber(m[2])
-local first = tonumber(ARGV[1]) + 1
+local first = tonumber(after) + 1
 local rows = {}
 if first <= o then
-  local last = ARGV[2]
+  local last = upTo
   if last ~= '+' then last = last .. '-0' end
-  rows = redis.call('XRANGE', KEYS[2], first .. '-0', last)
+  rows = redis.call('XRANGE', stream, first .. '-0', last)
 end
 return {m[1], o, m[3] or '', rows}`;
 
