@@ -77,6 +77,10 @@ export abstract class Broker {
   locate(locator: ConnectionLocator): void {
     void locator;
   }
+  /** Stop timers (app shutdown); nothing to stop on a single node. */
+  stop(): void {
+    // A single node's broker keeps no timers.
+  }
 }
 
 /** Single node: every command is applied here; there is no other node to send to. */

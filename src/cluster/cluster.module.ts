@@ -1,5 +1,5 @@
 import { Logger, Module, OnApplicationShutdown } from '@nestjs/common';
-import { TerminusModule } from '@nestjs/terminus';
+import { HealthIndicatorService, TerminusModule } from '@nestjs/terminus';
 import Redis from 'ioredis';
 import { GatewayConfig } from '../config/gateway-config';
 import { ConfigError } from '../config/load-config';
@@ -12,7 +12,7 @@ import { RedisBroker } from './redis-broker';
 import { redisTargetOf } from './redis-client';
 import { RedisLink } from './redis-link';
 import { RedisShards } from './redis-shards';
-import { RedisHealth } from './redis.health';
+import { ClusterHealth, NoClusterHealth, RedisHealth } from './cluster-health';
 
 /** How long start-up waits for Redis before the node starts with Redis down (and keeps retrying). */
 const STARTUP_WAIT_MS = 5000;
@@ -27,9 +27,9 @@ const STARTUP_WAIT_MS = 5000;
   providers: [
     { provide: ClusterContext, inject: [GatewayConfig, GatewayMetrics], useFactory: openCluster },
     { provide: Broker, inject: [ClusterContext, GatewayMetrics], useFactory: startBroker },
-    RedisHealth,
+    { provide: ClusterHealth, inject: [HealthIndicatorService, ClusterContext], useFactory: clusterHealthFor },
   ],
-  exports: [Broker, ClusterContext, RedisHealth],
+  exports: [Broker, ClusterContext, ClusterHealth],
 })
 export class ClusterModule implements OnApplicationShutdown {
   constructor(
@@ -38,9 +38,13 @@ export class ClusterModule implements OnApplicationShutdown {
   ) {}
 
   async onApplicationShutdown(): Promise<void> {
-    if (this.broker instanceof RedisBroker) this.broker.stop();
+    this.broker.stop();
     await this.cluster.close();
   }
+}
+
+function clusterHealthFor(indicators: HealthIndicatorService, cluster: ClusterContext): ClusterHealth {
+  return cluster.shards === null ? new NoClusterHealth() : new RedisHealth(indicators, cluster.shards, cluster.nodeId);
 }
 
 async function openCluster(config: GatewayConfig, metrics: GatewayMetrics): Promise<ClusterContext> {

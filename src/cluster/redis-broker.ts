@@ -209,7 +209,7 @@ export class RedisBroker extends Broker {
   }
 
   /** Stop timers (app shutdown). */
-  stop(): void {
+  override stop(): void {
     for (const held of this.joined.values()) if (held.leaveTimer !== null) clearTimeout(held.leaveTimer);
     for (const timer of this.ackTimers) clearTimeout(timer);
   }

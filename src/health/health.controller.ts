@@ -1,6 +1,6 @@
 import { Controller, Get } from '@nestjs/common';
 import { HealthCheck, HealthCheckResult, HealthCheckService } from '@nestjs/terminus';
-import { RedisHealth } from '../cluster/redis.health';
+import { ClusterHealth } from '../cluster/cluster-health';
 import { ReadinessRegistry } from '../lifecycle/readiness.registry';
 
 /** GET /health/live and /health/ready (both listeners, SPEC §10). */
@@ -9,7 +9,7 @@ export class HealthController {
   constructor(
     private readonly health: HealthCheckService,
     private readonly readiness: ReadinessRegistry,
-    private readonly redis: RedisHealth,
+    private readonly cluster: ClusterHealth,
   ) {}
 
   @Get('live')
@@ -22,6 +22,6 @@ export class HealthController {
   @HealthCheck()
   ready(): Promise<HealthCheckResult> {
     // Cluster mode: Redis is reported in the body and never fails readiness (SPEC §11).
-    return this.health.check([...this.readiness.all(), () => this.redis.check()]);
+    return this.health.check([...this.readiness.all(), () => this.cluster.check()]);
   }
 }
