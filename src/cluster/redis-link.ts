@@ -6,8 +6,9 @@ import { ClusterUnavailableError } from './cluster-unavailable.error';
 import { PrimaryWatch } from './primary-watch';
 import { createRedisClient, redisTargetOf } from './redis-client';
 import { ClusterSubscriber, createClusterClient } from './redis-cluster-client';
-import { redisErrorCause, redisUrlForLog } from '../config/redis-address';
+import { redisUrlForLog } from '../config/redis-address';
 import { LinkMode, ScriptSend, clusterMode, serverMode } from './link-modes';
+import { OutageCauses } from './outage-causes';
 import { SilenceProbe } from './silence-probe';
 
 /** Runs after every (re)connection, once both connections are ready and channels are resubscribed. */
@@ -17,8 +18,6 @@ export type LinkMessageListener = (channel: string, message: Buffer) => void;
 /** CLUSTER.md: resubscribe after a reconnect in batches of this many channels. */
 const RESUBSCRIBE_BATCH = 512;
 const MAX_RETRY_DELAY_MS = 1000;
-/** ioredis' error for a round over the sentinels that gave no primary. */
-const SENTINEL_ROUND_FAILED = 'All sentinels are unreachable';
 /** REDIS_WAIT_REPLICAS=0: nothing to wait for (one shared promise, nothing allocated per write). */
 const CONFIRMED = Promise.resolve();
 /** The link's subscriber connection as the link uses it: a Redis connection, or a Redis Cluster's sharded subscriber. */
@@ -79,9 +78,8 @@ export class RedisLink {
   private rollbackSeenOn = '';
   /** REDIS_URL as log lines show it: credentials redacted, host shown. */
   readonly address: string;
-  /** The last connection error's cause, and the one last logged (said once per outage and cause). */
-  private lastCauseNow: string | null = null;
-  private loggedCause: string | null = null;
+  /** Why the link is down, and what of it was logged. */
+  private readonly causes: OutageCauses;
 
   constructor(
     url: string,
@@ -102,6 +100,7 @@ export class RedisLink {
     };
     const target = redisTargetOf(url);
     this.address = redisUrlForLog(url, target);
+    this.causes = new OutageCauses(this.address, { isUp: () => this.isUpNow, isClosing: () => this.isClosing });
     metrics.redisUp.labels(shard).set(0);
     this.isCluster = target.kind === 'cluster';
     if (target.kind === 'cluster') {
@@ -134,7 +133,7 @@ export class RedisLink {
       client.on('close', () => this.onDown(role));
       client.on('reconnecting', () => metrics.redisReconnects.inc());
       // ioredis reports every failed attempt here; the down transition is logged once in onDown.
-      client.on('error', (err: Error) => this.onError(role, err));
+      client.on('error', (err: Error) => this.causes.error(role, err));
     }
     this.subscriber.on('messageBuffer', (channel: Buffer | string, message: Buffer) => {
       this.probe?.heard();
@@ -427,7 +426,7 @@ export class RedisLink {
     this.isUpNow = true;
     this.hasBeenUp = true;
     this.metrics.redisUp.labels(this.shard).set(1);
-    this.loggedCause = null;
+    this.causes.up();
     this.logger.log({ msg: 'redis up', redis: this.address, channels: this.channels.size });
     await this.announce();
   }
@@ -459,13 +458,7 @@ export class RedisLink {
     this.isUpNow = false;
     this.downAt = Date.now();
     this.metrics.redisUp.labels(this.shard).set(0);
-    if (!this.isClosing)
-      this.logger.warn({
-        msg: 'redis down',
-        role,
-        redis: this.address,
-        cause: this.lastCauseNow ?? 'connection closed',
-      });
+    this.causes.down(role);
   }
 
   /**
@@ -493,21 +486,6 @@ export class RedisLink {
 
   /** The last connection error's cause (null: none yet), e.g. for the start-up line. */
   get lastCause(): string | null {
-    return this.lastCauseNow;
-  }
-
-  /**
-   * ioredis reports every failed attempt here. While the link is down, a
-   * cause not yet logged in this outage is logged once (a wrong host or
-   * password must not go unsaid); the rest is debug.
-   */
-  private onError(role: string, err: Error): void {
-    const cause = redisErrorCause(err);
-    this.lastCauseNow = cause;
-    this.logger.debug({ msg: 'redis error', role, error: cause });
-    // A failed round over the sentinels is said by PrimaryWatch, with the plain reason (SPEC §13.2).
-    if (this.isUpNow || this.isClosing || cause === this.loggedCause || cause.startsWith(SENTINEL_ROUND_FAILED)) return;
-    this.loggedCause = cause;
-    this.logger.warn({ msg: 'redis unreachable', role, redis: this.address, cause });
+    return this.causes.lastCause;
   }
 }
