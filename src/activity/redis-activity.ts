@@ -1,6 +1,7 @@
 import { Logger } from '@nestjs/common';
 import { SessionStore } from '../resume/session-store';
-import { ClusterNames, originHead, partitionOf } from '../cluster/channels';
+import { ClusterNames, EVERY_PARTITION, originHead, partitionOf } from '../cluster/channels';
+import { ALIVE_TTL_MS } from '../cluster/node-liveness';
 import { PartitionMembers, PartitionWalk } from '../cluster/partition-walk';
 import { RedisLink } from '../cluster/redis-link';
 import { RedisShards } from '../cluster/redis-shards';
@@ -27,6 +28,8 @@ export const DEADLINE_FLUSH_MS = 1000;
 const CLAIM_MIN_MS = 250;
 const CLAIM_JITTER_MS = 250;
 const CLAIM_BATCH = 100;
+/** How often a node looks for reaps left unfinished (a partition unreachable then; SPEC §13.4). */
+const REAP_RETRY_MS = 10_000;
 
 // Time from Redis, so node clock skew cannot make a status go backwards (SPEC §7); versions from one clock.
 const NOW = `${REDIS_NOW}
@@ -145,6 +148,7 @@ export class RedisActivity extends UserActivity {
   private readonly head: Buffer;
   private flushTimer: NodeJS.Timeout | null = null;
   private claimTimer: NodeJS.Timeout | null = null;
+  private readonly reapTimer: NodeJS.Timeout;
   private isStopped = false;
   private readonly walk: PartitionWalk;
 
@@ -165,7 +169,9 @@ export class RedisActivity extends UserActivity {
     this.authScript = shards.script('gatewaySessionAuth', 1, WRITE_USER_AUTH);
     this.walk = new PartitionWalk(shards);
     this.head = originHead(nodeId);
-    for (const link of shards.data) link.onUp(() => this.reassert(link));
+    for (const link of shards.data) link.onUp(() => this.reassert(link).then(() => this.finishReaps()));
+    this.reapTimer = setInterval(() => void this.finishReaps(), REAP_RETRY_MS);
+    this.reapTimer.unref();
     this.scheduleClaim();
   }
 
@@ -276,21 +282,69 @@ export class RedisActivity extends UserActivity {
    * Drain, or a dead node: its users' counts go; users left without
    * connections go offline at once. A dead node that comes back meanwhile
    * (it was paused, not dead: its liveness key is set again) keeps the rest:
-   * it re-asserts its presence when it finds its key was lost.
+   * it re-asserts its presence when it finds its key was lost. Each partition
+   * is reaped on its own (SPEC §13.4): one that Redis does not answer for (its
+   * shard down) holds back no other, and the node stays listed as unreaped
+   * until a later pass ({@link finishReaps}) gets through.
    */
   async removeNode(nodeId: string): Promise<void> {
-    // A dead node that is alive again (it was paused) keeps its presence: checked once, before the walk.
+    const control = this.shards.control.command;
+    // A dead node that is alive again (it was paused) keeps its presence: checked once, before the walk. So does a
+    // node still draining, for a later pass; one listed as unreaped stays listed until a reap of it gets through.
+    if (nodeId !== this.nodeId && (await control.exists(this.names.alive(nodeId))) === 1) return;
+    const detached = await Promise.all(EVERY_PARTITION.map((partition) => this.reapPartition(nodeId, partition)));
+    const sessions = detached.reduce<number>((sum, count) => sum + (count ?? 0), 0);
+    if (sessions > 0) this.logger.log({ msg: 'sessions detached from their node', node: nodeId, sessions });
+    const missed = detached.filter((count) => count === null).length;
+    if (missed === 0) return void (await control.srem(this.names.unreaped, nodeId));
+    await control.sadd(this.names.unreaped, nodeId);
+    this.logger.warn({
+      msg: 'node reaped in part: the rest once Redis answers there',
+      node: nodeId,
+      partitions: missed,
+    });
+  }
+
+  /**
+   * Partition `partition` of a dead or drained node: its resumable sessions
+   * there are held by no node first (SPEC §12.5: their windows start), then
+   * its users there leave. Resolves to how many sessions it detached; null
+   * when Redis did not answer.
+   */
+  private async reapPartition(nodeId: string, partition: number): Promise<number | null> {
+    const link = this.shards.of(partition);
+    if (!link.isUp) return null;
+    try {
+      const detached = await this.sessions.orphan(nodeId, [partition]);
+      const key = this.names.nodeUsers(partition, nodeId);
+      const users = await link.timed('smembers', link.command.smembers(key));
+      await Promise.all(users.map((userId) => this.leave(userId, nodeId, 'all', true)));
+      if (nodeId === this.nodeId) await link.command.del(key);
+      return detached;
+    } catch (err) {
+      this.logger.debug({ msg: 'reaping a partition failed', node: nodeId, partition, error: (err as Error).message });
+      return null;
+    }
+  }
+
+  /**
+   * Reaps left unfinished because a partition could not be reached: tried
+   * again when a link comes back and every {@link REAP_RETRY_MS}, each by
+   * the node that takes that node's reaper lease.
+   */
+  private async finishReaps(): Promise<void> {
     const control = this.shards.control;
-    if (nodeId !== this.nodeId && (await control.command.exists(this.names.alive(nodeId))) === 1) return;
-    // SPEC §12.5: its resumable sessions are held by no node first (their windows start).
-    await this.run(() => this.sessions.orphan(nodeId));
-    const parts = await this.usersOf(nodeId);
-    const users = parts.flatMap((part) => part.members);
-    await Promise.all(users.map((userId) => this.run(() => this.leave(userId, nodeId, 'all', true))));
-    if (nodeId === this.nodeId)
-      await Promise.all(
-        parts.map(({ partition }) => this.shards.of(partition).command.del(this.names.nodeUsers(partition, nodeId))),
-      );
+    if (this.isStopped || !control.isUp) return;
+    try {
+      // This node's own id may be listed by an earlier process with its NODE_ID: this one re-asserted its own state.
+      const pending = (await control.command.smembers(this.names.unreaped)).filter((nodeId) => nodeId !== this.nodeId);
+      for (const nodeId of pending) {
+        const lease = await control.command.set(this.names.reaper(nodeId), this.nodeId, 'PX', ALIVE_TTL_MS, 'NX');
+        if (lease !== null) await this.removeNode(nodeId);
+      }
+    } catch (err) {
+      this.logger.debug({ msg: 'finishing a reap failed', error: (err as Error).message });
+    }
   }
 
   /** The users Redis lists with connections on `nodeId`, by partition, every partition (or `partitions`) read at once. */
@@ -308,6 +362,7 @@ export class RedisActivity extends UserActivity {
     this.isStopped = true;
     if (this.flushTimer !== null) clearTimeout(this.flushTimer);
     if (this.claimTimer !== null) clearTimeout(this.claimTimer);
+    clearInterval(this.reapTimer);
     if (this.shards.control.isUp) await this.run(() => this.removeNode(this.nodeId));
   }
 

@@ -81,6 +81,15 @@ export class ClusterNames {
     return `${this.control}shards`;
   }
 
+  /**
+   * Set of dead or drained node ids whose reaping is not finished: some
+   * partitions could not be reached then (a shard down, SPEC §13.4); any
+   * node finishes them once Redis answers there again.
+   */
+  get unreaped(): string {
+    return `${this.control}unreaped`;
+  }
+
   /** Lease a node takes before it reaps a dead node. */
   reaper(nodeId: string): string {
     return `${this.control}reap:${nodeId}`;

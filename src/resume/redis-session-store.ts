@@ -136,8 +136,8 @@ export class RedisSessionStore extends SessionStore {
     return this.records.orphaned(connectionId);
   }
 
-  orphan(nodeId: string): Promise<void> {
-    return this.records.orphan(nodeId);
+  orphan(nodeId: string, partitions?: readonly number[]): Promise<number> {
+    return this.records.orphan(nodeId, partitions);
   }
 
   ended(connectionId: string, userId: string): Promise<boolean> {

@@ -259,9 +259,9 @@ export class SessionRecords {
    * A node drains (itself) or was declared dead: its sessions are detached
    * and held by no node until resumed or their window ends (SPEC §12.5).
    */
-  async orphan(nodeId: string): Promise<void> {
+  async orphan(nodeId: string, partitions?: readonly number[]): Promise<number> {
     if (nodeId === this.nodeId) this.stopWriting();
-    const parts = await this.walk.members((partition) => this.names.nodeSessions(partition, nodeId));
+    const parts = await this.walk.members((partition) => this.names.nodeSessions(partition, nodeId), partitions);
     const orphaned = parts.flatMap(({ partition, members }) =>
       members.map((member) => {
         const { connectionId, userId } = parseSessionMember(member);
@@ -275,8 +275,7 @@ export class SessionRecords {
         return this.orphanScript(keys, [nodeId, member, userId]) as Promise<number>;
       }),
     );
-    const count = (await Promise.all(orphaned)).reduce((sum, one) => sum + one, 0);
-    if (count > 0) this.logger.log({ msg: 'sessions detached from their node', node: nodeId, sessions: count });
+    return (await Promise.all(orphaned)).reduce((sum, one) => sum + one, 0);
   }
 
   stop(): void {

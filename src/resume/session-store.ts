@@ -56,8 +56,12 @@ export abstract class SessionStore {
   abstract forget(connectionId: string): void;
   /** SPEC §15.2: a session held by no node, as its record has it; null when none (or none can be). */
   abstract orphaned(connectionId: string): Promise<OrphanedSession | null>;
-  /** SPEC §12.5: before a drained or dead node's presence goes, its sessions are held by no node. */
-  abstract orphan(nodeId: string): Promise<void>;
+  /**
+   * SPEC §12.5: before a drained or dead node's presence goes, its sessions
+   * are held by no node (those of `partitions` only, when given). Resolves
+   * to how many it detached.
+   */
+  abstract orphan(nodeId: string, partitions?: readonly number[]): Promise<number>;
   /** A session's connection closed here: whether it leaves here (false: another node holds it now). */
   abstract ended(connectionId: string, userId: string): Promise<boolean>;
   abstract stop(): void;
@@ -98,8 +102,8 @@ export class LocalSessionStore extends SessionStore {
     return Promise.resolve(null);
   }
 
-  orphan(): Promise<void> {
-    return Promise.resolve();
+  orphan(): Promise<number> {
+    return Promise.resolve(0);
   }
 
   ended(): Promise<boolean> {
