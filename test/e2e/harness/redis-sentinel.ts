@@ -231,18 +231,29 @@ export class RedisSentinel {
 
   private async untilReplicaOnline(ms: number): Promise<void> {
     const replica = this.replicaPort();
+    // What each side said last, for the failure message (roles, links, replicas).
+    const seen = { replica: '', primary: '' };
+    const brief = (info: string): string =>
+      info
+        .split(/\r?\n/)
+        .filter((line) => /^(role|master_port|master_link_status|master_sync_in_progress|slave\d+):/.test(line))
+        .join(' ');
     await waitFor(
       async () => {
         const [own, primary] = await Promise.all([
           redisInfo(replica, 'replication'),
           redisInfo(this.primaryPort, 'replication'),
         ]);
+        seen.replica = brief(own);
+        seen.primary = brief(primary);
         return (
           /master_link_status:up/.test(own) &&
           new RegExp(`slave\\d+:ip=[^,]+,port=${replica},state=online`).test(primary)
         );
       },
-      `the replica on ${replica} to be in sync with the primary on ${this.primaryPort}`,
+      () =>
+        `the replica on ${replica} to be in sync with the primary on ${this.primaryPort} ` +
+        `(replica: ${seen.replica || 'no answer'}; primary: ${seen.primary || 'no answer'})`,
       ms,
       POLL_MS,
     );
