@@ -292,12 +292,13 @@ export class RedisActivity extends UserActivity {
     // A dead node that is alive again (it was paused) keeps its presence: checked once, before the walk. So does a
     // node still draining, for a later pass; one listed as unreaped stays listed until a reap of it gets through.
     if (nodeId !== this.nodeId && (await control.exists(this.names.alive(nodeId))) === 1) return;
+    // Listed until every partition is done: a reaper (or a draining node) that dies on the way leaves it to the others.
+    await control.sadd(this.names.unreaped, nodeId);
     const detached = await Promise.all(EVERY_PARTITION.map((partition) => this.reapPartition(nodeId, partition)));
     const sessions = detached.reduce<number>((sum, count) => sum + (count ?? 0), 0);
     if (sessions > 0) this.logger.log({ msg: 'sessions detached from their node', node: nodeId, sessions });
     const missed = detached.filter((count) => count === null).length;
     if (missed === 0) return void (await control.srem(this.names.unreaped, nodeId));
-    await control.sadd(this.names.unreaped, nodeId);
     this.logger.warn({
       msg: 'node reaped in part: the rest once Redis answers there',
       node: nodeId,

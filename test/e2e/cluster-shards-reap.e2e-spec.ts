@@ -58,4 +58,25 @@ describe('cluster: a node reaped while a shard is unreachable (SPEC §11, §13.4
     shards.servers[1].resume();
     await mirror.until(far, 'offline', 30_000);
   }, 90_000);
+
+  it("withdraws a draining node's users on reachable shards at once, and the rest once their shard answers", async () => {
+    const [a, c] = [await processes.start('reapD'), await processes.start('reapE')];
+    const near = userOn(0, 'dnear');
+    const far = userOn(1, 'dfar');
+    await processes.hello(c, near);
+    await processes.hello(c, far);
+    const watcher = await processes.hello(a, 'dwatcher');
+    expect((await api(a.apiUrl, 'PUT', `/v1/connection/${watcher.cid}/users`, [near, far])).status).toBe(204);
+    const mirror = new StatusMirror(watcher.client);
+    await mirror.until(near, 'active', 5000);
+    await mirror.until(far, 'active', 5000);
+
+    shards.servers[1].pause();
+    c.kill('SIGTERM'); // the drain withdraws its presence at once (SPEC §11), shard by shard
+    await mirror.until(near, 'offline', 5000);
+    expect(mirror.latest.get(far)?.[1]).toBe('active');
+
+    shards.servers[1].resume();
+    await mirror.until(far, 'offline', 30_000);
+  }, 90_000);
 });
