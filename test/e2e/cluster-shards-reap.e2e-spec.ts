@@ -37,46 +37,40 @@ describe('cluster: a node reaped while a shard is unreachable (SPEC §11, §13.4
     await shards?.stop();
   });
 
-  it("takes the dead node's users on reachable shards offline at once, and the rest once their shard answers", async () => {
-    const [a, b] = [await processes.start('reapA'), await processes.start('reapB')];
-    const near = userOn(0, 'near');
-    const far = userOn(1, 'far');
+  /**
+   * Two nodes; users `near` (shard 0) and `far` (shard 1) connected to the
+   * second, watched from the first; shard 1 stopped (every connection stays
+   * open, nothing is answered), then the second node ended with `signal`.
+   * The shard-1 user stays active while shard 1 is stopped.
+   */
+  async function endNodeWithShardStopped(tag: string, signal: NodeJS.Signals, nearMs: number): Promise<void> {
+    const [a, b] = [await processes.start(`${tag}A`), await processes.start(`${tag}B`)];
+    const near = userOn(0, `${tag}near`);
+    const far = userOn(1, `${tag}far`);
     await processes.hello(b, near);
     await processes.hello(b, far);
-    const watcher = await processes.hello(a, 'watcher');
-    expect((await api(a.apiUrl, 'PUT', `/v1/connection/${watcher.cid}/users`, [near, far])).status).toBe(204);
-    const mirror = new StatusMirror(watcher.client);
-    await mirror.until(near, 'active', 5000);
-    await mirror.until(far, 'active', 5000);
-
-    shards.servers[1].pause(); // every connection stays open, nothing is answered
-    b.kill('SIGKILL');
-    // Noticed within 15 s (SPEC §11); the silent shard must not hold back what lives elsewhere.
-    await mirror.until(near, 'offline', 20_000);
-    expect(mirror.latest.get(far)?.[1]).toBe('active');
-
-    shards.servers[1].resume();
-    await mirror.until(far, 'offline', 30_000);
-  }, 90_000);
-
-  it("withdraws a draining node's users on reachable shards at once, and the rest once their shard answers", async () => {
-    const [a, c] = [await processes.start('reapD'), await processes.start('reapE')];
-    const near = userOn(0, 'dnear');
-    const far = userOn(1, 'dfar');
-    await processes.hello(c, near);
-    await processes.hello(c, far);
-    const watcher = await processes.hello(a, 'dwatcher');
+    const watcher = await processes.hello(a, `${tag}watcher`);
     expect((await api(a.apiUrl, 'PUT', `/v1/connection/${watcher.cid}/users`, [near, far])).status).toBe(204);
     const mirror = new StatusMirror(watcher.client);
     await mirror.until(near, 'active', 5000);
     await mirror.until(far, 'active', 5000);
 
     shards.servers[1].pause();
-    c.kill('SIGTERM'); // the drain withdraws its presence at once (SPEC §11), shard by shard
-    await mirror.until(near, 'offline', 5000);
+    b.kill(signal);
+    await mirror.until(near, 'offline', nearMs);
     expect(mirror.latest.get(far)?.[1]).toBe('active');
 
     shards.servers[1].resume();
     await mirror.until(far, 'offline', 30_000);
+  }
+
+  it("takes the dead node's users on reachable shards offline at once, and the rest once their shard answers", async () => {
+    // Noticed within 15 s (SPEC §11); the stopped shard must not hold back what lives elsewhere.
+    await endNodeWithShardStopped('reap', 'SIGKILL', 20_000);
+  }, 90_000);
+
+  it("withdraws a draining node's users on reachable shards at once, and the rest once their shard answers", async () => {
+    // The drain withdraws its presence at once (SPEC §11), shard by shard.
+    await endNodeWithShardStopped('drain', 'SIGTERM', 5000);
   }, 90_000);
 });
